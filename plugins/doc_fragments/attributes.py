@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment:
+    """Attribute and environment documentation shared by every rdmaops.roce module."""
+
+    # Every module reads the host through RDMAOPS_HOST_ROOT.
+    DOCUMENTATION = r"""
+notes:
+  - Every path under C(/sys), C(/proc) and C(/etc) that the module reads or writes is resolved
+    under the directory named by the environment variable E(RDMAOPS_HOST_ROOT) (default C(/)).
+    This is a testing seam that points the module at a recorded host tree; do not set it in
+    production. External tools are looked up on E(PATH) and run with the C locale.
+"""
+
+    FACTS = r"""
+attributes:
+  check_mode:
+    support: full
+    description: Only reads the host, so check mode runs it unchanged.
+  diff_mode:
+    support: N/A
+    description: Changes nothing, so there is nothing to diff.
+  facts:
+    support: full
+"""
+
+    ACTION = r"""
+attributes:
+  check_mode:
+    support: full
+    description: Reads the current state, plans, and reports what it would change without changing it.
+  diff_mode:
+    support: full
+    description: Shows the planned or applied changes as before/after.
+"""

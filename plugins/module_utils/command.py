@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The one place where rdmaops.roce modules run external commands.
+
+Rules every caller gets for free:
+
+* argv lists only, never a shell string, so no quoting bugs and no injection;
+* the binary is resolved with ``AnsibleModule.get_bin_path`` (PATH plus the sbin
+  directories), so tests put recorded tools first on PATH;
+* the C locale, so parsers see the output format they were written against;
+* a failure is a :class:`CommandError` that carries cmd, rc, stdout and stderr, and
+  :func:`fail_from_error` turns it into a ``fail_json`` with all four.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
+
+
+class ToolNotFound(Exception):
+    """A required executable is not on PATH."""
+
+    def __init__(self, tool):
+        super(ToolNotFound, self).__init__(
+            "%s was not found on PATH (nor in /sbin, /usr/sbin, /usr/local/sbin); install the "
+            "package that provides it or make it reachable" % tool
+        )
+        self.tool = tool
+
+
+class CommandError(Exception):
+    """A command exited with a status the caller did not accept."""
+
+    def __init__(self, result, msg=None):
+        self.result = result
+        super(CommandError, self).__init__(
+            msg or "command failed with rc=%d: %s" % (result.rc, " ".join(result.cmd))
+        )
+
+    def fail_kwargs(self):
+        return dict(
+            msg=str(self),
+            cmd=self.result.cmd,
+            rc=self.result.rc,
+            stdout=self.result.stdout,
+            stderr=self.result.stderr,
+        )
+
+
+class CommandResult:
+    __slots__ = ("cmd", "rc", "stdout", "stderr")
+
+    def __init__(self, cmd, rc, stdout, stderr):
+        self.cmd = cmd
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def ok(self):
+        return self.rc == 0
+
+    def as_dict(self):
+        return dict(cmd=self.cmd, rc=self.rc, stdout=self.stdout, stderr=self.stderr)
+
+
+class CommandRunner:
+    """Run argv lists through ``module.run_command`` with the collection's rules."""
+
+    def __init__(self, module):
+        self.module = module
+        self._paths = {}
+        self.history = []
+
+    def find(self, tool):
+        """Absolute path of ``tool`` or None; looked up once per run."""
+        if tool not in self._paths:
+            self._paths[tool] = self.module.get_bin_path(tool)
+        return self._paths[tool]
+
+    def has(self, tool):
+        return self.find(tool) is not None
+
+    def run(self, argv, check=True, ok_rcs=(0,), data=None):
+        """Run ``argv``; raise :class:`CommandError` unless rc is in ``ok_rcs`` (or check=False)."""
+        if isinstance(argv, str) or not argv:
+            raise TypeError("CommandRunner.run takes a non-empty argv list, got %r" % (argv,))
+        argv = [str(arg) for arg in argv]
+        binary = self.find(argv[0])
+        if binary is None:
+            raise ToolNotFound(argv[0])
+        full = [binary] + argv[1:]
+        rc, stdout, stderr = self.module.run_command(
+            full,
+            check_rc=False,
+            data=data,
+            environ_update=dict(C_LOCALE),
+            expand_user_and_vars=False,
+        )
+        result = CommandResult(full, rc, stdout, stderr)
+        self.history.append(full)
+        if check and rc not in ok_rcs:
+            raise CommandError(result)
+        return result
+
+    def run_optional(self, argv):
+        """Run a tool that only adds facts: None when it is missing or fails."""
+        if not self.has(argv[0]):
+            return None
+        result = self.run(argv, check=False)
+        return result if result.ok else None
+
+
+def fail_from_error(module, exc, **extra):
+    """``fail_json`` for the collection's own exceptions, with everything that explains them."""
+    if isinstance(exc, CommandError):
+        kwargs = exc.fail_kwargs()
+    else:
+        kwargs = dict(msg=str(exc))
+    kwargs.update(extra)
+    module.fail_json(**kwargs)

@@ -1,0 +1,154 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: rdma_facts
+short_description: Gather RDMA devices, ports, GIDs, netdevs, driver stack and GPU affinity
+version_added: 0.1.0
+description:
+  - Reads the host's RDMA state and returns it as C(ansible_facts.rdma).
+  - sysfs first; tools only where they add facts C(/sys) lacks, each run at most once per host
+    (C(ibv_devinfo) for port MTUs, C(ip -j addr show) for addresses, C(ofed_info -s) for the
+    OFED flavour and version, C(dpkg-query) or C(rpm) for the rdma-core version).
+  - Hosts with no RDMA device, empty GID slots, ports without a netdev and missing tools all
+    give correct partial facts.
+author:
+  - rdmaops developers
+options:
+  use_tools:
+    description:
+      - Run the helper tools listed above when they are installed.
+      - With V(false) only sysfs and procfs are read; port MTUs are then derived from the
+        netdev MTU the way the kernel derives them, and addresses come from the RoCE GIDs.
+    type: bool
+    default: true
+  gpu_topology:
+    description:
+      - Also list NVIDIA GPUs on the PCI bus and, for every RDMA device, how each GPU reaches
+        it (same PCIe switch, same host bridge, same NUMA node, or across NUMA nodes).
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - rdmaops.roce.attributes
+  - rdmaops.roce.attributes.facts
+seealso:
+  - name: rdma_cm configfs, RoCE GIDs and sysfs
+    description: Kernel documentation of the InfiniBand sysfs class.
+    link: https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-class-infiniband
+"""
+
+EXAMPLES = r"""
+- name: Gather RDMA facts
+  rdmaops.roce.rdma_facts:
+
+- name: Show the RoCE v2 GID index NCCL should use on the first port of mlx5_0
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts['rdma']['devices']['mlx5_0']['ports']['1']['roce_v2_ipv4_gid_index'] }}"
+
+- name: Fail when the loaded driver does not match the installed OFED
+  ansible.builtin.assert:
+    that: ansible_facts['rdma']['stack']['loaded_driver'] != 'inbox' or ansible_facts['rdma']['stack']['flavor'] == 'inbox'
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    rdma:
+      description: The host's RDMA state.
+      returned: always
+      type: dict
+      contains:
+        devices:
+          description:
+            - RDMA devices by name (C(mlx5_0), C(rocep1s0f0), C(rxe0) ...).
+            - Each has C(driver), C(fw_ver), C(node_guid), C(sys_image_guid), C(node_type), C(hca_type),
+              C(board_id), C(pci_address), C(numa_node), C(virtual) (no PCI function, e.g. Soft-RoCE),
+              C(gpu_affinity) (list of C(gpu), C(relation)) and C(ports).
+            - C(ports) maps the port number (a string) to C(state), C(phys_state), C(link_layer),
+              C(netdev), C(active_mtu) and C(max_mtu) (bytes), C(mtu_source) (C(ibv_devinfo) or
+              C(derived_from_netdev_mtu)), C(rate), C(gids) and C(roce_v2_ipv4_gid_index).
+            - C(gids) lists the populated GID slots as C(index), C(type) (as the kernel says it,
+              C(RoCE v2), C(IB/RoCE v1)), C(gid), C(netdev), C(ipv4).
+            - C(roce_v2_ipv4_gid_index) is the lowest RoCE v2 GID index that carries one of the
+              netdev's IPv4 addresses, or null.
+          type: dict
+          returned: always
+          sample:
+            mlx5_0:
+              driver: mlx5_core
+              fw_ver: 28.39.1002
+              pci_address: "0000:3b:00.0"
+              numa_node: 0
+              ports:
+                "1":
+                  state: ACTIVE
+                  link_layer: Ethernet
+                  netdev: ens1f0np0
+                  active_mtu: 4096
+                  roce_v2_ipv4_gid_index: 3
+        netdevs:
+          description: The netdevs behind RDMA ports, with C(ibdev), C(port), C(mtu), C(operstate),
+            C(carrier), C(address), C(driver), C(pci_address), C(ipv4) and C(ipv4_source) (C(ip) or C(gids)).
+          type: dict
+          returned: always
+        stack:
+          description:
+            - The RDMA driver stack. C(flavor) is one of C(doca_ofed), C(mlnx_ofed), C(inbox), C(none).
+            - C(version) is the OFED version for OFED flavours and the rdma-core package version for inbox.
+            - C(loaded_driver) is C(ofed), C(inbox) or null (mlx5_core not loaded); C(kernel),
+              C(mlx5_core_version) and C(evidence) say what the decision was based on.
+          type: dict
+          returned: always
+        modules:
+          description: For each of rdma_cm, ib_uverbs, ib_umad, ib_core, mlx5_core, mlx5_ib, nvidia,
+            nvidia_peermem, nv_peer_mem and rdma_rxe, whether it is loaded (or built in), i.e.
+            whether C(/sys/module/<name>) exists.
+          type: dict
+          returned: always
+        gpus:
+          description: NVIDIA GPUs on the PCI bus with C(pci_address), C(device_id), C(numa_node).
+          type: list
+          elements: dict
+          returned: when O(gpu_topology=true)
+        warnings:
+          description: Inconsistencies found while reading, e.g. an IPv4 address without a RoCE v2
+            GID or an OFED install whose modules are not the ones loaded.
+          type: list
+          elements: str
+          returned: always
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandRunner
+from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils.rdma_facts import RdmaFacts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            use_tools=dict(type="bool", default=True),
+            gpu_topology=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    gatherer = RdmaFacts(
+        HostRoot(),
+        CommandRunner(module),
+        use_tools=module.params["use_tools"],
+        gpu_topology=module.params["gpu_topology"],
+    )
+    module.exit_json(changed=False, ansible_facts=dict(rdma=gatherer.gather()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Make ``ansible_collections.rdmaops.roce`` importable from this checkout.
+
+The collection's Python code imports itself by its full name, so the tests put a
+``ansible_collections/rdmaops/roce`` link to the repository root on ``sys.path`` (and
+export the same tree as ANSIBLE_COLLECTIONS_PATH for tests that run ansible itself).
+"""
+
+import os
+import sys
+import tempfile
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _collections_root():
+    # An existing ansible_collections tree (ansible-test, a checkout under one) wins.
+    parts = REPO_ROOT.split(os.sep)
+    if len(parts) >= 3 and parts[-3] == "ansible_collections":
+        return os.sep.join(parts[:-3])
+    root = os.path.join(tempfile.gettempdir(), "rdmaops-roce-collections-%d" % os.getuid())
+    link = os.path.join(root, "ansible_collections", "rdmaops", "roce")
+    if os.path.realpath(link) != REPO_ROOT:
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(REPO_ROOT, link)
+    return root
+
+
+COLLECTIONS_ROOT = _collections_root()
+if COLLECTIONS_ROOT not in sys.path:
+    sys.path.insert(0, COLLECTIONS_ROOT)
+os.environ["RDMAOPS_TEST_COLLECTIONS_ROOT"] = COLLECTIONS_ROOT
