@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,6 +12,7 @@ class ModuleDocFragment:
 
     # Every module reads the host through RDMAOPS_HOST_ROOT.
     DOCUMENTATION = r"""
+options: {}
 notes:
   - Every path under C(/sys), C(/proc) and C(/etc) that the module reads or writes is resolved
     under the directory named by the environment variable E(RDMAOPS_HOST_ROOT) (default C(/)).
@@ -29,6 +30,7 @@ attributes:
     description: Changes nothing, so there is nothing to diff.
   facts:
     support: full
+    description: Sets C(ansible_facts.rdma).
 """
 
     ACTION = r"""

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The host-root seam: every /sys, /proc and /etc path a module touches goes through here.
 
 Modules never open kernel or configuration paths directly.  They ask a :class:`HostRoot`,

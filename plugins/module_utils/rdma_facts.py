@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reading a host's RDMA state: devices, ports, GIDs, netdevs, driver stack, modules, GPUs.
 
 sysfs first: almost everything comes from /sys/class/infiniband, /sys/class/net,
@@ -96,7 +96,7 @@ class RdmaFacts:
         if driver is None:
             driver = dict(SOFTWARE_DRIVERS).get(name.rstrip("0123456789"))
         numa = self.host.read_int(base + "/device/numa_node")
-        node_type, _num = parse_numbered_state(read(base + "/node_type"))
+        node_type = parse_numbered_state(read(base + "/node_type"))[0]
         device = dict(
             driver=driver,
             fw_ver=read(base + "/fw_ver"),
@@ -118,8 +118,8 @@ class RdmaFacts:
     def _port(self, base, port, pci_netdevs):
         pbase = "%s/ports/%s" % (base, port)
         read = self.host.read
-        state, _ = parse_numbered_state(read(pbase + "/state"))
-        phys_state, _ = parse_numbered_state(read(pbase + "/phys_state"))
+        state = parse_numbered_state(read(pbase + "/state"))[0]
+        phys_state = parse_numbered_state(read(pbase + "/phys_state"))[0]
         gids = self._gids(pbase)
         netdev = next((gid["netdev"] for gid in gids if gid["netdev"]), None)
         if netdev is None:

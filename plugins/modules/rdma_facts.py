@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -19,7 +19,7 @@ description:
   - Hosts with no RDMA device, empty GID slots, ports without a netdev and missing tools all
     give correct partial facts.
 author:
-  - rdmaops developers
+  - rdmaops developers (@rdmaops)
 options:
   use_tools:
     description:

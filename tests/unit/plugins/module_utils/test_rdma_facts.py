@@ -44,7 +44,7 @@ def cx7(tmp_path):
 
 
 def test_cx7_devices_and_ports(cx7):
-    facts, _ = cx7
+    facts = cx7[0]
     assert sorted(facts["devices"]) == ["mlx5_0", "mlx5_1"]
     dev = facts["devices"]["mlx5_0"]
     assert dev["driver"] == "mlx5_core"
@@ -64,7 +64,7 @@ def test_cx7_devices_and_ports(cx7):
 
 
 def test_cx7_gids_one_v2_per_ipv4_and_empty_slot_skipped(cx7):
-    facts, _ = cx7
+    facts = cx7[0]
     gids = facts["devices"]["mlx5_0"]["ports"]["1"]["gids"]
     assert [g["index"] for g in gids] == [0, 1, 2, 3, 4, 5]  # slot 6 and 7 are empty
     v2_ipv4 = [(g["index"], g["ipv4"]) for g in gids if g["type"] == "RoCE v2" and g["ipv4"]]
@@ -81,7 +81,7 @@ def test_cx7_gids_one_v2_per_ipv4_and_empty_slot_skipped(cx7):
 
 
 def test_cx7_down_port(cx7):
-    facts, _ = cx7
+    facts = cx7[0]
     port = facts["devices"]["mlx5_1"]["ports"]["1"]
     assert port["state"] == "DOWN"
     assert port["phys_state"] == "Disabled"
@@ -92,7 +92,7 @@ def test_cx7_down_port(cx7):
 
 
 def test_cx7_netdevs(cx7):
-    facts, _ = cx7
+    facts = cx7[0]
     assert sorted(facts["netdevs"]) == ["ens1f0np0", "ens1f1np1"]  # eno1 is no RDMA netdev
     up = facts["netdevs"]["ens1f0np0"]
     assert up == {
@@ -170,7 +170,7 @@ def test_einval_gid_type_is_an_empty_slot(tmp_path, monkeypatch):
 def test_inbox_driver_under_ofed_is_reported(tmp_path):
     manifest = cx7_doca.manifest()
     del manifest["entries"]["/sys/module/mlx5_core/version"]
-    facts, _ = gather(tmp_path, manifest)
+    facts = gather(tmp_path, manifest)[0]
     assert facts["stack"]["flavor"] == "doca_ofed"
     assert facts["stack"]["loaded_driver"] == "inbox"
     assert any("loaded mlx5_core is the kernel's own driver" in w for w in facts["warnings"])

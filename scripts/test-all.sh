@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The README's test command: every test tier, from a fresh clone on a fresh machine.
+# Installs what it needs (apt packages, a virtualenv from requirements-dev.txt), then runs
+# unit tests, ansible-test sanity, ansible-lint, the collection build and its docs, and
+# molecule scenarios, printing how long each tier took.
+set -euo pipefail
+# shellcheck source=scripts/lib/bootstrap.sh
+source "$(dirname "$0")/lib/bootstrap.sh"
+# shellcheck source=scripts/lib/collection-tree.sh
+source "$(dirname "$0")/lib/collection-tree.sh"
+
+declare -a TIMINGS=()
+tier() {
+  local name="$1"; shift
+  local start=$SECONDS
+  log "tier: $name"
+  "$@"
+  TIMINGS+=("$(printf '%-22s %5ss' "$name" "$((SECONDS - start))")")
+}
+
+tier_bootstrap() { bootstrap; }
+
+tier_unit() {
+  (cd "$REPO_ROOT" && python -m pytest -q -p no:cacheprovider)
+}
+
+tier_sanity() {
+  ensure_apt shellcheck
+  # ansible-test bootstraps pip in its virtualenvs with a script it downloads from a host we
+  # cannot reach; it uses a cached copy when one exists, so give it ours.
+  local version cache
+  version="$(python - <<'PY'
+from ansible_test._internal.python_requirements import get_venv_packages
+from ansible_test._internal.host_configs import NativePythonConfig
+print(get_venv_packages(NativePythonConfig(version="3.11"))["pip"])
+PY
+)"
+  cache="$HOME/.ansible/test/cache/get_pip_${version//./_}.py"
+  mkdir -p "$(dirname "$cache")"
+  cp "$REPO_ROOT/scripts/lib/get_pip_offline.py" "$cache"
+  local tree
+  tree="$(collection_tree "$REPO_ROOT/build/sanity")"
+  # Ignore files stay empty: the collection passes every sanity test as it is.
+  (cd "$tree" && ansible-test sanity --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+      --requirements --color no 2>&1 | sed "/^WARNING: Location 'file:/d" )
+}
+
+tier_lint() {
+  (cd "$REPO_ROOT" && ansible-lint --profile production --strict -q)
+}
+
+tier_build() {
+  local out="$REPO_ROOT/build/dist" tarball
+  rm -rf "$out" && mkdir -p "$out"
+  (cd "$REPO_ROOT" && ansible-galaxy collection build --force --output-path "$out" >/dev/null)
+  tarball="$(ls "$out"/rdmaops-roce-*.tar.gz)"
+  echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB, $(tar -tzf "$tarball" | wc -l) entries)"
+  if tar -tzf "$tarball" | grep -E '^(tests|scripts|\.ci|build|molecule|\.venv)/'; then
+    echo "the tarball carries test or development files (see build_ignore in galaxy.yml)" >&2
+    return 1
+  fi
+  # Installed from the tarball into an empty collections path, the module documents itself.
+  local install="$out/install"
+  ANSIBLE_COLLECTIONS_PATH="$install" ansible-galaxy collection install --offline --force -p "$install" "$tarball" >/dev/null
+  test -f "$install/ansible_collections/rdmaops/roce/plugins/modules/rdma_facts.py"
+  ANSIBLE_COLLECTIONS_PATH="$install" ansible-doc rdmaops.roce.rdma_facts > "$out/rdma_facts.doc.txt"
+  grep -q "rdma_facts" "$out/rdma_facts.doc.txt"
+  head -n 3 "$out/rdma_facts.doc.txt"
+}
+
+tier_molecule() {
+  if ! ls "$REPO_ROOT"/molecule/*/molecule.yml >/dev/null 2>&1; then
+    echo "no molecule scenarios yet"
+    return 0
+  fi
+  (cd "$REPO_ROOT" && molecule test --all)
+}
+
+total_start=$SECONDS
+tier bootstrap tier_bootstrap
+tier unit tier_unit
+tier sanity tier_sanity
+tier ansible-lint tier_lint
+tier build tier_build
+tier molecule tier_molecule
+
+log "timings"
+printf '%s\n' "${TIMINGS[@]}"
+printf '%-22s %5ss\n' total "$((SECONDS - total_start))"

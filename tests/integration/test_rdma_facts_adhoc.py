@@ -1,0 +1,77 @@
+"""rdma_facts run by ansible itself: ``RDMAOPS_HOST_ROOT=<tree> ansible localhost -m rdmaops.roce.rdma_facts``."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hosttree
+from fixtures.hosts import cx7_doca
+
+BIN = os.path.dirname(sys.executable)
+
+
+def run_adhoc(module, args="", env_extra=None, check=False):
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_COLLECTIONS_PATH=os.environ["RDMAOPS_TEST_COLLECTIONS_ROOT"],
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+        ANSIBLE_LOCALHOST_WARNING="0",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+    )
+    env.update(env_extra or {})
+    argv = [os.path.join(BIN, "ansible"), "localhost", "-m", module, "-e", "ansible_python_interpreter=" + sys.executable]
+    if args:
+        argv += ["-a", args]
+    if check:
+        argv.append("--check")
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+@pytest.fixture
+def cx7_tree(tmp_path):
+    bindir = hosttree.materialize(cx7_doca.manifest(), tmp_path)
+    return dict(RDMAOPS_HOST_ROOT=str(tmp_path), PATH=bindir + os.pathsep + os.environ["PATH"])
+
+
+def test_adhoc_prints_the_facts_of_the_tree(cx7_tree):
+    result = run_adhoc("rdmaops.roce.rdma_facts", env_extra=cx7_tree, check=True)
+    assert result["changed"] is False
+    rdma = result["ansible_facts"]["rdma"]
+    assert sorted(rdma["devices"]) == ["mlx5_0", "mlx5_1"]
+    port = rdma["devices"]["mlx5_0"]["ports"]["1"]
+    assert port["roce_v2_ipv4_gid_index"] == 3
+    assert port["active_mtu"] == 4096
+    assert rdma["netdevs"]["ens1f0np0"]["ipv4"] == ["192.168.100.12/24", "192.168.101.12/24"]
+    assert rdma["stack"] == {
+        "flavor": "doca_ofed",
+        "version": "25.10-1.7.1",
+        "kernel": "5.15.0-119-generic",
+        "mlx5_core_version": "25.10-1.7.1",
+        "loaded_driver": "ofed",
+        "evidence": ["ofed_info -s: OFED-internal-25.10-1.7.1"],
+    }
+
+
+def test_adhoc_options_reach_the_module(cx7_tree):
+    result = run_adhoc("rdmaops.roce.rdma_facts", "use_tools=false gpu_topology=false", env_extra=cx7_tree)
+    rdma = result["ansible_facts"]["rdma"]
+    assert "gpus" not in rdma
+    assert rdma["devices"]["mlx5_0"]["ports"]["1"]["mtu_source"] == "derived_from_netdev_mtu"
+
+
+def test_adhoc_live_host_gives_complete_shape():
+    """On the machine running the tests (no RDMA hardware in CI) the facts are complete, not an error."""
+    result = run_adhoc("rdmaops.roce.rdma_facts", env_extra={"RDMAOPS_HOST_ROOT": "/"})
+    rdma = result["ansible_facts"]["rdma"]
+    assert set(rdma) == {"devices", "netdevs", "stack", "modules", "gpus", "warnings"}
+    assert rdma["stack"]["flavor"] in ("doca_ofed", "mlnx_ofed", "inbox", "none")
+    assert rdma["stack"]["kernel"] == open("/proc/sys/kernel/osrelease").read().strip()
+    assert set(rdma["modules"]) >= {"rdma_cm", "ib_uverbs", "ib_umad", "nvidia_peermem"}
+    for name, device in rdma["devices"].items():
+        assert set(device["ports"]) and all(p["state"] for p in device["ports"].values()), name
