@@ -99,7 +99,7 @@ class RdmaFacts:
         node_type = parse_numbered_state(read(base + "/node_type"))[0]
         device = dict(
             driver=driver,
-            fw_ver=read(base + "/fw_ver"),
+            fw_ver=read(base + "/fw_ver") or None,  # Soft-RoCE has an empty fw_ver
             node_guid=read(base + "/node_guid"),
             sys_image_guid=read(base + "/sys_image_guid"),
             node_type=node_type,
@@ -110,12 +110,16 @@ class RdmaFacts:
             virtual=pci_address is None,
             ports={},
         )
-        pci_netdevs = self.host.listdir(base + "/device/net") if pci_address else []
+        if pci_address:
+            candidates = self.host.listdir(base + "/device/net")
+        else:
+            # Soft-RoCE names the netdev it runs on in its ``parent`` attribute.
+            candidates = [name for name in [read(base + "/parent")] if name]
         for port in sorted(self.host.listdir(base + "/ports"), key=_numeric):
-            device["ports"][port] = self._port(base, port, pci_netdevs)
+            device["ports"][port] = self._port(base, port, candidates)
         return device
 
-    def _port(self, base, port, pci_netdevs):
+    def _port(self, base, port, candidates):
         pbase = "%s/ports/%s" % (base, port)
         read = self.host.read
         state = parse_numbered_state(read(pbase + "/state"))[0]
@@ -123,7 +127,7 @@ class RdmaFacts:
         gids = self._gids(pbase)
         netdev = next((gid["netdev"] for gid in gids if gid["netdev"]), None)
         if netdev is None:
-            netdev = self._netdev_by_dev_port(pci_netdevs, port)
+            netdev = self._netdev_by_dev_port(candidates, port)
         return dict(
             state=state,
             phys_state=phys_state,
@@ -159,11 +163,11 @@ class RdmaFacts:
             )
         return gids
 
-    def _netdev_by_dev_port(self, pci_netdevs, port):
+    def _netdev_by_dev_port(self, candidates, port):
         """A port with no GID (link down, no address) still has a netdev: find it by dev_port."""
-        if len(pci_netdevs) == 1:
-            return pci_netdevs[0]
-        for netdev in pci_netdevs:
+        if len(candidates) == 1:
+            return candidates[0]
+        for netdev in candidates:
             dev_port = self.host.read_int("%s/%s/dev_port" % (NET_CLASS, netdev))
             if dev_port is not None and dev_port + 1 == int(port):
                 return netdev

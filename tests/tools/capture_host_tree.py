@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Capture, read-only, what a host's kernel exposes about RDMA/RoCE as a JSON test fixture.
 
 Usage: capture_host_tree.py -o OUTPUT.json [--with-rdma-cm-configfs] [--keep-hostname]
@@ -10,7 +10,8 @@ What it reads (nothing else):
                                        For the `device` link of an RDMA device, the target
                                        directory's top level only (its files, its links such as
                                        `driver`, its sub-directory names, and the names under
-                                       its net/ and infiniband*/ folders).
+                                       its net/ and infiniband*/ folders).  The directory a
+                                       `driver` link points to is recorded as a bare "dir".
   * /sys/class/net/*                   the class links (and plain files such as bonding_masters);
                                        for each netdev, its real directory's top level, its
                                        bonding/ and bonding_slave/ folders, its `device` link and
@@ -23,7 +24,8 @@ What it reads (nothing else):
   * /sys/kernel/config/rdma_cm         recursively, if present.
   * optional commands, each only when found on PATH, each with a timeout, LC_ALL=C:
       ibv_devinfo; ibv_devinfo -v; rdma -j link show; rdma -j dev show; ip -j addr show;
-      ip -j -d link show; ethtool -i <each netdev behind an RDMA device>; ofed_info -s
+      ip -j -d link show; ethtool -i <each netdev behind an RDMA device>; ofed_info -s;
+      dpkg-query / rpm for the rdma-core version
 
 What it writes: only the output file (or stdout with -o -).  It never writes to /sys or
 /proc, never loads modules, never follows symlinks out of the directories above.  Files whose
@@ -55,6 +57,7 @@ import datetime
 import errno
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -78,6 +81,17 @@ SKIP_IN_WALK = {"power", "subsystem"}
 DEVICE_NAME_DIRS = ("net", "infiniband", "infiniband_verbs", "infiniband_mad")
 
 
+# Linux aliases share a number; name them the way the kernel sources do.
+_ERRNO_PREFERRED = {"EOPNOTSUPP", "EAGAIN", "EDEADLK"}
+
+
+def errno_name(num):
+    for name in _ERRNO_PREFERRED:
+        if getattr(errno, name, None) == num:
+            return name
+    return errno.errorcode.get(num, str(num))
+
+
 class Capture(object):
     def __init__(self):
         self.entries = {}
@@ -91,7 +105,7 @@ class Capture(object):
 
     @staticmethod
     def _err(exc):
-        return {"type": "error", "errno": errno.errorcode.get(exc.errno, str(exc.errno))}
+        return {"type": "error", "errno": errno_name(exc.errno)}
 
     def lstat(self, path):
         try:
@@ -101,9 +115,16 @@ class Capture(object):
 
     def rec_link(self, path):
         try:
-            self._put(path, {"type": "link", "target": os.readlink(path)})
+            target = os.readlink(path)
         except OSError as exc:
             self._put(path, self._err(exc))
+            return
+        self._put(path, {"type": "link", "target": target})
+        if os.path.basename(path) == "driver":
+            # the driver's directory itself (not its contents), so the link is not dangling
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), target))
+            if dest.startswith("/sys/bus/") and dest not in self.entries:
+                self._put(dest, {"type": "dir"})
 
     def rec_file(self, path, st=None):
         name = os.path.basename(path)
@@ -169,8 +190,9 @@ class Capture(object):
         return dest
 
     # ---- tree walks ---------------------------------------------------------------------
-    def walk(self, path, depth=0, skip=SKIP_IN_WALK):
+    def walk(self, path, depth=0, skip=None):
         """Record a directory recursively; links recorded, never followed."""
+        skip = SKIP_IN_WALK if skip is None else skip
         self._put(path, {"type": "dir"})
         if depth >= MAX_DEPTH:
             return
@@ -284,7 +306,7 @@ class Capture(object):
         base = "/sys/kernel/config/rdma_cm"
         created = []
         if create and os.path.isdir(base):
-            for name, _ in devs:
+            for name in [dev[0] for dev in devs]:
                 d = os.path.join(base, name)
                 if not os.path.lexists(d):
                     try:
@@ -330,7 +352,7 @@ class Capture(object):
     def rdma_netdevs(self, devs):
         """Netdev names behind RDMA devices: rxe `parent`, gid_attrs/ndevs/*, device/net/*."""
         names = set()
-        for _, real in devs:
+        for real in [dev[1] for dev in devs]:
             for path, rec in self.entries.items():
                 if rec.get("type") != "file" or not path.startswith(real + "/"):
                     continue
@@ -346,14 +368,18 @@ class Capture(object):
         return sorted(n for n in names if os.path.lexists(os.path.join("/sys/class/net", n)))
 
 
-def redact(obj, names):
+def redact(obj, pattern):
+    """Replace the host name (as a whole word) by 'host' in every string value."""
     if isinstance(obj, dict):
-        return {k: redact(v, names) for k, v in obj.items()}
+        return {k: redact(v, pattern) for k, v in obj.items()}
     if isinstance(obj, str):
-        for n in names:
-            obj = obj.replace(n, "host")
-        return obj
+        return pattern.sub("host", obj)
     return obj
+
+
+def _utc_now():
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return now.isoformat().replace("+00:00", "Z")
 
 
 def main(argv=None):
@@ -393,6 +419,9 @@ def main(argv=None):
         for nd in cap.rdma_netdevs(devs):
             cap.run(["ethtool", "-i", nd])
         cap.run(["ofed_info", "-s"])
+        # The rdma-core package version, exactly as rdma_facts asks for it.
+        cap.run(["dpkg-query", "-W", "-f=${Version}", "rdma-core"])
+        cap.run(["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", "rdma-core"])
 
     doc = {
         "format": 1,
@@ -400,8 +429,7 @@ def main(argv=None):
             "captured_by": CAPTURED_BY,
             "kernel": os.uname().release,
             "hostname": "host",
-            "date": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-                    .isoformat().replace("+00:00", "Z"),
+            "date": _utc_now(),
         },
         "entries": cap.entries,
         "commands": cap.commands,
@@ -410,10 +438,10 @@ def main(argv=None):
         full = socket.gethostname()
         names = sorted({n for n in (full, full.split(".")[0]) if len(n) >= 3},
                        key=len, reverse=True)
-        doc["entries"] = redact(doc["entries"], names)
-        doc["commands"] = redact(doc["commands"], names)
-        if any(n in doc["meta"]["kernel"] for n in names):
-            pass  # kernel release never holds the host name in practice; left as is
+        if names:
+            pattern = re.compile(r"(?<![\w.-])(?:%s)(?![\w-])" % "|".join(map(re.escape, names)))
+            doc["entries"] = redact(doc["entries"], pattern)
+            doc["commands"] = redact(doc["commands"], pattern)
     text = json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     if out == "-":
         sys.stdout.write(text)

@@ -186,3 +186,14 @@ def test_host_without_rdma(tmp_path):
     assert facts["stack"]["kernel"] == "6.1.0-28-amd64"
     assert set(facts["modules"].values()) == {False}
     assert module.calls == []  # no device and no tool recorded: nothing ran
+
+
+def test_captured_host_without_rdma(tmp_path):
+    """A real capture of a Debian 12 machine with no RDMA hardware and no RDMA modules."""
+    manifest = hosttree.load("nordma_debian12_container.json")
+    facts = gather(tmp_path, manifest)[0]
+    assert facts["devices"] == {} and facts["netdevs"] == {}
+    assert facts["stack"]["flavor"] == "none"
+    assert facts["stack"]["kernel"] == manifest["meta"]["kernel"]
+    assert not any(facts["modules"].values())
+    assert facts["warnings"] == []
