@@ -3,12 +3,17 @@
 # Installs what it needs (apt packages, a virtualenv from requirements-dev.txt), then runs
 # unit tests, ansible-test sanity, ansible-lint, the collection build and its docs, and
 # molecule scenarios, printing how long each tier took.
+#
+#   bash scripts/test-all.sh                 every tier
+#   bash scripts/test-all.sh unit sanity     only the named tiers (bootstrap always runs)
+#   RDMAOPS_BUILD_DIR=/tmp/x bash scripts/test-all.sh sanity   build somewhere else
 set -euo pipefail
 # shellcheck source=scripts/lib/bootstrap.sh
 source "$(dirname "$0")/lib/bootstrap.sh"
 # shellcheck source=scripts/lib/collection-tree.sh
 source "$(dirname "$0")/lib/collection-tree.sh"
 
+BUILD_DIR="${RDMAOPS_BUILD_DIR:-$REPO_ROOT/build}"
 declare -a TIMINGS=()
 tier() {
   local name="$1"; shift
@@ -39,7 +44,7 @@ PY
   mkdir -p "$(dirname "$cache")"
   cp "$REPO_ROOT/scripts/lib/get_pip_offline.py" "$cache"
   local tree
-  tree="$(collection_tree "$REPO_ROOT/build/sanity")"
+  tree="$(collection_tree "$BUILD_DIR/sanity")"
   # Ignore files stay empty: the collection passes every sanity test as it is.
   (cd "$tree" && ansible-test sanity --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
       --requirements --color no 2>&1 | sed "/^WARNING: Location 'file:/d" )
@@ -50,7 +55,7 @@ tier_lint() {
 }
 
 tier_build() {
-  local out="$REPO_ROOT/build/dist" tarball
+  local out="$BUILD_DIR/dist" tarball
   rm -rf "$out" && mkdir -p "$out"
   (cd "$REPO_ROOT" && ansible-galaxy collection build --force --output-path "$out" >/dev/null)
   tarball="$(ls "$out"/rdmaops-roce-*.tar.gz)"
@@ -76,13 +81,18 @@ tier_molecule() {
   (cd "$REPO_ROOT" && molecule test --all)
 }
 
+ALL_TIERS=(unit sanity lint build molecule)
+SELECTED=("$@")
+[ "${#SELECTED[@]}" -gt 0 ] || SELECTED=("${ALL_TIERS[@]}")
+for name in "${SELECTED[@]}"; do
+  declare -F "tier_$name" >/dev/null || { echo "unknown tier '$name' (tiers: ${ALL_TIERS[*]})" >&2; exit 2; }
+done
+
 total_start=$SECONDS
 tier bootstrap tier_bootstrap
-tier unit tier_unit
-tier sanity tier_sanity
-tier ansible-lint tier_lint
-tier build tier_build
-tier molecule tier_molecule
+for name in "${SELECTED[@]}"; do
+  tier "$name" "tier_$name"
+done
 
 log "timings"
 printf '%s\n' "${TIMINGS[@]}"
