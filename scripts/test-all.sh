@@ -71,6 +71,26 @@ tier_build() {
   ANSIBLE_COLLECTIONS_PATH="$install" ansible-doc rdmaops.roce.rdma_facts > "$out/rdma_facts.doc.txt"
   grep -q "rdma_facts" "$out/rdma_facts.doc.txt"
   head -n 3 "$out/rdma_facts.doc.txt"
+  # Another team's playbook uses it by FQCN from there, with no view of this checkout.
+  local tree="$out/consumer-host"
+  python - "$tree" <<'PY'
+import sys
+sys.path.insert(0, "tests/unit")
+import hosttree
+hosttree.materialize(hosttree.load("rxe_bookworm_mtu9000.json"), sys.argv[1])
+PY
+  (cd "$out" && env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="$install" ANSIBLE_LOCALHOST_WARNING=0 \
+      ansible-playbook -i localhost, -c local -e "ansible_python_interpreter=$(command -v python)" \
+      -e "consumer_host_tree=$tree" "$REPO_ROOT/tests/consumer/playbook.yml")
+  # ...and runs the collection's own site playbook by its FQCN, in check mode.
+  printf 'rdma_hosts:\n  hosts:\n    localhost:\n      ansible_connection: local\n' > "$out/consumer-inventory.yml"
+  (cd "$out" && env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="$install" ANSIBLE_LOCALHOST_WARNING=0 \
+      ansible-playbook -i consumer-inventory.yml -e "ansible_python_interpreter=$(command -v python)" \
+      --check rdmaops.roce.site)
+}
+
+tier_docs() {
+  (cd "$REPO_ROOT" && python scripts/gen-reference.py --check)
 }
 
 tier_molecule() {
@@ -81,7 +101,7 @@ tier_molecule() {
   (cd "$REPO_ROOT" && molecule test --all)
 }
 
-ALL_TIERS=(unit sanity lint build molecule)
+ALL_TIERS=(unit sanity lint docs build molecule)
 SELECTED=("$@")
 [ "${#SELECTED[@]}" -gt 0 ] || SELECTED=("${ALL_TIERS[@]}")
 for name in "${SELECTED[@]}"; do

@@ -1,0 +1,85 @@
+"""The shipped playbooks, run by ansible-playbook against this machine and recorded trees."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+
+
+def run_playbook(playbook, inventory, extra_vars=None, check=True, env_extra=None):
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_COLLECTIONS_PATH=os.environ["RDMAOPS_TEST_COLLECTIONS_ROOT"],
+        ANSIBLE_LOCALHOST_WARNING="0",
+        ANSIBLE_HOST_KEY_CHECKING="0",
+        ANSIBLE_NOCOLOR="1",
+    )
+    env.pop("ANSIBLE_CONFIG", None)
+    env.update(env_extra or {})
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), os.path.join(REPO, "playbooks", playbook)]
+    if extra_vars:
+        argv += ["-e", json.dumps(extra_vars)]
+    if check:
+        argv.append("--check")
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False, cwd=str(REPO))
+
+
+def write_inventory(tmp_path, roce_fabric):
+    inventory = {
+        "all": {
+            "children": {
+                "rdma_hosts": {
+                    "hosts": {
+                        "localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+                        # Never contacted: the intent check must stop the run before any connection.
+                        "gpu-far": {"ansible_host": "never-contacted.invalid", "ansible_connection": "ssh"},
+                    }
+                }
+            },
+            "vars": {"roce_fabric": roce_fabric},
+        }
+    }
+    path = tmp_path / "inventory.json"
+    path.write_text(json.dumps(inventory))
+    return path
+
+
+@pytest.mark.parametrize(
+    "roce_fabric, message",
+    [
+        ({"preset": "lossless", "cnp_priority": 3}, "roce_fabric.cnp_priority=3 equals roce_priority"),
+        ({"host_mtu": 9216, "switch_mtu": 9000}, "host_mtu=9216 is above switch_mtu=9000"),
+        ({"preset": "lossy_ecn", "pfc_priorities": [3]}, "the lossy_ecn preset uses no PFC"),
+    ],
+)
+def test_bad_intent_stops_before_any_host_is_contacted(tmp_path, roce_fabric, message):
+    proc = run_playbook("site.yml", write_inventory(tmp_path, roce_fabric))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert message in out
+    assert "UNREACHABLE" not in out and "Could not resolve hostname" not in out
+    assert "Read OS, kernel and Python" not in out  # the second play never started
+
+
+def test_preflight_and_facts_in_check_mode_on_this_machine(tmp_path):
+    inventory = tmp_path / "hosts.json"
+    inventory.write_text(json.dumps({"rdma_hosts": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+    proc = run_playbook("site.yml", inventory)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "intent lossless (RoCE DSCP 26 on priority 3, PFC 0,0,0,1,0,0,0,0, host MTU 9000)" in proc.stdout.replace("\n", " ").replace("        ", "")
+    assert "changed=0" in proc.stdout
+
+
+def test_unsupported_os_is_refused_with_the_matrix(tmp_path):
+    inventory = tmp_path / "hosts.json"
+    inventory.write_text(json.dumps({"rdma_hosts": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+    proc = run_playbook("preflight.yml", inventory, extra_vars={"rdmaops_supported_platforms": {"Plan9": ["4"]}})
+    assert proc.returncode != 0
+    assert "supported are Plan9" in proc.stdout
