@@ -2,31 +2,20 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+import ansiblerun
 
 
 def run_playbook(playbook, inventory, extra_vars=None, check=True, env_extra=None):
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=os.environ["RDMAOPS_TEST_COLLECTIONS_ROOT"],
-        ANSIBLE_LOCALHOST_WARNING="0",
-        ANSIBLE_HOST_KEY_CHECKING="0",
-        ANSIBLE_NOCOLOR="1",
-    )
-    env.pop("ANSIBLE_CONFIG", None)
-    env.update(env_extra or {})
-    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), os.path.join(REPO, "playbooks", playbook)]
+    argv = ["-i", inventory, os.path.join(ansiblerun.REPO, "playbooks", playbook)]
     if extra_vars:
         argv += ["-e", json.dumps(extra_vars)]
     if check:
         argv.append("--check")
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False, cwd=str(REPO))
+    return ansiblerun.run("ansible-playbook", argv, env_extra=env_extra)
 
 
 def write_inventory(tmp_path, roce_fabric):

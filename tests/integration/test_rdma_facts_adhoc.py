@@ -2,33 +2,24 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+import ansiblerun
 import hosttree
 from fixtures.hosts import cx7_doca
 
-BIN = os.path.dirname(sys.executable)
-
 
 def run_adhoc(module, args="", env_extra=None, check=False):
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=os.environ["RDMAOPS_TEST_COLLECTIONS_ROOT"],
-        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-        ANSIBLE_LOCALHOST_WARNING="0",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-    )
-    env.update(env_extra or {})
-    argv = [os.path.join(BIN, "ansible"), "localhost", "-m", module, "-e", "ansible_python_interpreter=" + sys.executable]
+    argv = ["localhost", "-m", module, "-e", "ansible_python_interpreter=" + sys.executable]
     if args:
         argv += ["-a", args]
     if check:
         argv.append("--check")
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    env = dict(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    env.update(env_extra or {})
+    proc = ansiblerun.run("ansible", argv, env_extra=env, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
