@@ -7,5 +7,5 @@ set -euo pipefail
 source "$(dirname "$0")/lib/bootstrap.sh"
 bootstrap
 cd "$REPO_ROOT"
-log "ansible-playbook -i inventories/local playbooks/site.yml --check --diff"
-ansible-playbook -i inventories/local playbooks/site.yml --check --diff "$@"
+log "ansible-playbook -i inventories/local playbooks/site.yml --check --diff --tags preflight,facts"
+ansible-playbook -i inventories/local playbooks/site.yml --check --diff --tags preflight,facts "$@"

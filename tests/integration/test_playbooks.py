@@ -9,8 +9,8 @@ import pytest
 import ansiblerun
 
 
-def run_playbook(playbook, inventory, extra_vars=None, check=True, env_extra=None):
-    argv = ["-i", inventory, os.path.join(ansiblerun.REPO, "playbooks", playbook)]
+def run_playbook(playbook, inventory, extra_vars=None, check=True, env_extra=None, extra_args=()):
+    argv = ["-i", inventory, os.path.join(ansiblerun.REPO, "playbooks", playbook)] + list(extra_args)
     if extra_vars:
         argv += ["-e", json.dumps(extra_vars)]
     if check:
@@ -55,20 +55,35 @@ def test_bad_intent_stops_before_any_host_is_contacted(tmp_path, roce_fabric, me
     assert "Read OS, kernel and Python" not in out  # the second play never started
 
 
-def test_preflight_and_facts_in_check_mode_on_this_machine(tmp_path):
+def local_inventory(tmp_path):
     inventory = tmp_path / "hosts.json"
     inventory.write_text(json.dumps({"rdma_hosts": {"hosts": {"localhost": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-    proc = run_playbook("site.yml", inventory)
+    return inventory
+
+
+def test_preflight_and_facts_in_check_mode_on_this_machine(tmp_path):
+    proc = run_playbook("site.yml", local_inventory(tmp_path), extra_args=["--tags", "preflight,facts"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "intent lossless (RoCE DSCP 26 on priority 3, PFC 0,0,0,1,0,0,0,0, host MTU 9000)" in proc.stdout.replace("\n", " ").replace("        ", "")
     assert "changed=0" in proc.stdout
 
 
+def test_site_check_mode_refuses_a_host_whose_kernel_has_no_rdma_modules(tmp_path):
+    """Check mode predicts truthfully: where modprobe cannot find rdma_cm, it says so instead of 'changed'."""
+    with open("/proc/sys/kernel/osrelease") as handle:
+        kernel = handle.read().strip()
+    if os.path.isdir("/lib/modules/%s/kernel/drivers/infiniband" % kernel):
+        pytest.skip("this machine's kernel ships RDMA modules; the refusal needs one that does not")
+    proc = run_playbook("site.yml", local_inventory(tmp_path))
+    assert proc.returncode != 0
+    out = proc.stdout.replace("\n        ", " ")
+    # Without kmod there is no modprobe to ask; with it, modprobe --dry-run finds no rdma_cm.
+    assert "modprobe was not found on PATH" in out or "rdma_cm cannot be loaded on kernel %s" % kernel in out, out
+    assert "changed=0" in proc.stdout
+
+
 def test_unsupported_os_is_refused_with_the_matrix(tmp_path):
-    inventory = tmp_path / "hosts.json"
-    inventory.write_text(json.dumps({"rdma_hosts": {"hosts": {"localhost": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-    proc = run_playbook("preflight.yml", inventory, extra_vars={"rdmaops_supported_platforms": {"Plan9": ["4"]}})
+    proc = run_playbook("preflight.yml", local_inventory(tmp_path), extra_vars={"rdmaops_supported_platforms": {"Plan9": ["4"]}})
     assert proc.returncode != 0
     assert "supported are Plan9" in proc.stdout

@@ -1,8 +1,6 @@
 """rdma_facts run by ansible itself: ``RDMAOPS_HOST_ROOT=<tree> ansible localhost -m rdmaops.roce.rdma_facts``."""
 
-import json
 import os
-import sys
 
 import pytest
 
@@ -12,16 +10,9 @@ from fixtures.hosts import cx7_doca
 
 
 def run_adhoc(module, args="", env_extra=None, check=False):
-    argv = ["localhost", "-m", module, "-e", "ansible_python_interpreter=" + sys.executable]
-    if args:
-        argv += ["-a", args]
-    if check:
-        argv.append("--check")
-    env = dict(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
-    env.update(env_extra or {})
-    proc = ansiblerun.run("ansible", argv, env_extra=env, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    rc, result = ansiblerun.adhoc(module, args, env_extra or {}, check=check)
+    assert rc == 0, result
+    return result
 
 
 @pytest.fixture

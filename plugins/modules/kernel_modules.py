@@ -1,0 +1,245 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kernel_modules
+short_description: Load kernel modules in order and persist them and their options
+version_added: 0.1.0
+description:
+  - Loads a list of kernel modules with C(modprobe), one at a time in the order given, and
+    persists the list in one C(/etc/modules-load.d) file and their options in one
+    C(/etc/modprobe.d) file, both written atomically and owned whole by this task.
+  - A module counts as loaded when C(/sys/module/<name>) exists. Modules compiled into the
+    kernel count as loaded too (a C(/sys/module/<name>) directory without C(initstate), or a
+    line in C(/lib/modules/<kernel>/modules.builtin)) and are reported in RV(builtin).
+    C(-) and C(_) are the same character in module names, as for the kernel.
+  - After loading, C(/sys/module) is read again; a module that did not appear fails the task
+    with modprobe's stderr (for example C(Invalid argument)) and the kernel log lines written
+    while it tried, when C(dmesg) may be read.
+  - A loaded module whose running parameters (C(/sys/module/<name>/parameters)) differ from
+    O(options) is reported and left alone; it is reloaded only with O(reload=true).
+author:
+  - rdmaops developers (@rdmaops)
+options:
+  names:
+    description:
+      - Kernel modules to load, in this order (C(rdma_cm) before C(ib_uverbs) and so on).
+      - Names as for C(modprobe), without C(.ko) or a path.
+    type: list
+    elements: str
+    default: [rdma_cm, ib_uverbs, ib_umad]
+  options:
+    description:
+      - Module parameters by module name, each a string of C(name=value) pairs separated by
+        spaces as in C(modprobe.d(5)), for example V(prof_sel=2) for C(mlx5_core).
+      - Written as C(options) lines to O(modprobe_file), which holds exactly these entries,
+        so that C(modprobe) applies them now and at every later load.
+      - Options of modules built into the kernel cannot come from C(modprobe.d); they are
+        reported as a warning.
+    type: dict
+    default: {}
+  persist:
+    description:
+      - Write O(names) to O(modules_load_file) so that C(systemd-modules-load) loads them at boot.
+      - With V(false) that file is left as it is.
+    type: bool
+    default: true
+  state:
+    description:
+      - V(present) loads the modules and persists them.
+      - V(absent) removes them from O(modules_load_file) and their entries from O(modprobe_file)
+        (removing a file that is left empty); it unloads them only with O(unload=true).
+    type: str
+    choices: [present, absent]
+    default: present
+  modules_load_file:
+    description:
+      - The C(.conf) file in C(/etc/modules-load.d) that lists O(names).
+      - The file belongs to this task; use a different file for each list of modules.
+    type: path
+    default: /etc/modules-load.d/rdmaops-roce.conf
+  modprobe_file:
+    description:
+      - The C(.conf) file in C(/etc/modprobe.d) that holds O(options).
+      - The file belongs to this task; it is removed when O(options) is empty.
+    type: path
+    default: /etc/modprobe.d/rdmaops-roce.conf
+  reload:
+    description:
+      - Reload (C(modprobe -r), then C(modprobe)) a loaded module of O(names) whose running
+        parameters differ from O(options).
+      - This interrupts everything that uses the module (RDMA connections, GPU jobs); it fails
+        when the module is in use.
+    type: bool
+    default: false
+  unload:
+    description:
+      - With O(state=absent), also unload the modules, in reverse order.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - rdmaops.roce.attributes
+  - rdmaops.roce.attributes.action
+seealso:
+  - name: modules-load.d(5)
+    description: How systemd loads the modules listed in /etc/modules-load.d at boot.
+    link: https://www.freedesktop.org/software/systemd/man/latest/modules-load.d.html
+  - name: modprobe.d(5)
+    description: The options lines of /etc/modprobe.d.
+    link: https://man7.org/linux/man-pages/man5/modprobe.d.5.html
+  - module: rdmaops.roce.peermem
+"""
+
+EXAMPLES = r"""
+- name: Load and persist the RDMA core modules (rdma_cm, ib_uverbs, ib_umad)
+  rdmaops.roce.kernel_modules:
+
+- name: Load Soft-RoCE with an option, in its own files
+  rdmaops.roce.kernel_modules:
+    names: [rdma_rxe]
+    modules_load_file: /etc/modules-load.d/rdmaops-rxe.conf
+    modprobe_file: /etc/modprobe.d/rdmaops-rxe.conf
+
+- name: Stop loading the RDMA core modules at boot (they stay loaded now)
+  rdmaops.roce.kernel_modules:
+    state: absent
+"""
+
+RETURN = r"""
+kernel:
+  description: The running kernel release.
+  returned: always
+  type: str
+  sample: 5.15.0-119-generic
+modules:
+  description: Each module of O(names) as found before the run, V(loaded), V(builtin) or V(absent).
+  returned: always
+  type: dict
+  sample: {rdma_cm: absent, ib_uverbs: loaded, ib_umad: builtin}
+loaded_now:
+  description: Modules loaded by this run (in check mode, that it would load), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [rdma_cm]
+already_loaded:
+  description: Modules that were loaded (as loadable modules) before the run.
+  returned: always
+  type: list
+  elements: str
+builtin:
+  description: Modules compiled into the kernel.
+  returned: always
+  type: list
+  elements: str
+reloaded:
+  description: Modules reloaded to apply their options (O(reload=true)).
+  returned: always
+  type: list
+  elements: str
+unloaded:
+  description: Modules unloaded (O(state=absent) with O(unload=true)).
+  returned: always
+  type: list
+  elements: str
+option_mismatches:
+  description: Loaded modules whose running parameters differ from O(options), with C(module),
+    C(parameter), C(wanted) and C(running).
+  returned: always
+  type: list
+  elements: dict
+modules_load_file:
+  description: The modules-load.d file this task manages, or null with O(persist=false).
+  returned: always
+  type: str
+modprobe_file:
+  description: The modprobe.d file this task manages.
+  returned: always
+  type: str
+changes:
+  description: What was changed (in check mode, what would be), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [load rdma_cm, write /etc/modules-load.d/rdmaops-roce.conf]
+kernel_log:
+  description: On a failed load, the kernel log lines written while modprobe ran (or the last
+    lines that mention the module).
+  returned: failure
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rdmaops.roce.plugins.module_utils.command import (
+    CommandError,
+    CommandRunner,
+    ToolNotFound,
+    fail_from_error,
+)
+from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils.kmod import (
+    DEFAULT_MODPROBE_FILE,
+    DEFAULT_MODULES_LOAD_FILE,
+    DEFAULT_NAMES,
+    KernelModules,
+    KmodError,
+)
+from ansible_collections.rdmaops.roce.plugins.module_utils.plan import Plan
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            names=dict(type="list", elements="str", default=list(DEFAULT_NAMES)),
+            options=dict(type="dict", default={}),
+            persist=dict(type="bool", default=True),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            modules_load_file=dict(type="path", default=DEFAULT_MODULES_LOAD_FILE),
+            modprobe_file=dict(type="path", default=DEFAULT_MODPROBE_FILE),
+            reload=dict(type="bool", default=False),
+            unload=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    engine = None
+    try:
+        engine = KernelModules(
+            HostRoot(),
+            CommandRunner(module),
+            names=params["names"],
+            options=params["options"],
+            persist=params["persist"],
+            state=params["state"],
+            modules_load_file=params["modules_load_file"],
+            modprobe_file=params["modprobe_file"],
+            reload=params["reload"],
+            unload=params["unload"],
+        )
+        plan = engine.plan_into(Plan())
+        plan.apply(module.check_mode)
+        if not module.check_mode:
+            engine.verify()
+    except KmodError as exc:
+        extra = dict(exc.details)
+        if engine is not None:
+            extra.setdefault("loaded_now", list(engine.loaded_now))
+        module.fail_json(msg=str(exc), **extra)
+    except (CommandError, ToolNotFound) as exc:
+        fail_from_error(module, exc, loaded_now=list(engine.loaded_now) if engine else [])
+    result = plan.result(module.check_mode, module._diff)
+    result.update(engine.report(module.check_mode))
+    for warning in engine.warnings:
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

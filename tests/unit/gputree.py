@@ -1,0 +1,102 @@
+"""GPU host trees for the peermem tests, built on the ConnectX-7 / DOCA-OFED host fixture.
+
+:func:`gpu_host` materialises ``fixtures/hosts/cx7_doca.py`` (two H100s, DOCA-OFED mlx5_core,
+ib_core loaded) with the changes a peermem scenario needs, and configures the kmodsim
+simulator (modprobe, modinfo, dmesg, systemctl) in the same tree:
+
+* every module directory gets ``initstate`` (``live``), as the kernel writes it for loadable
+  modules (the fixture was written for rdma_facts, which only looks at the directories);
+* ``nvidia_peermem`` is *not* loaded unless asked, the nvidia module shows ``driver`` as
+  its version and ``/proc/driver/nvidia/version`` names the flavour;
+* ``/proc/kallsyms`` lists OFED's ``ib_register_peer_memory_client`` unless ``peer_api=False``;
+* a successful ``modprobe nvidia-peermem`` creates what the real module creates:
+  ``/sys/module/nvidia_peermem/version`` and ``/sys/kernel/mm/memory_peers/nv_mem/version``.
+"""
+
+import os
+
+import hosttree
+import kmodsim
+from fixtures.hosts import cx7_doca
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "peermem")
+KERNEL = cx7_doca.KERNEL
+
+
+def fixture(*parts):
+    with open(os.path.join(FIXTURES, *parts)) as handle:
+        return handle.read()
+
+
+def nvrm_line(driver, flavor):
+    if flavor == "open":
+        return "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  %s  Release Build  (dvs-builder@U16)  Tue May 20 2025\n" % driver
+    return "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Sat Aug 19 01:15:15 UTC 2023\n" % driver
+
+
+def gpu_host(root, driver="535.104.05", flavor="proprietary", peer_api=True, peermem_loaded=False,
+             modinfo="nvidia-peermem-535-ofed.txt", peermem_behaviour=None, extra_config=None):
+    """Materialise the scenario under ``root``; return the bin directory of its stub tools."""
+    root = str(root)
+    manifest = cx7_doca.manifest()
+    entries = manifest["entries"]
+    for path in [p for p in entries if p.startswith("/sys/module/nvidia_peermem")]:
+        del entries[path]
+    for path in [p for p in list(entries) if p.count("/") == 3 and p.startswith("/sys/module/")]:
+        entries[path + "/initstate"] = {"type": "file", "content": "live\n"}
+    entries["/sys/module/nvidia/version"] = {"type": "file", "content": driver + "\n"}
+    entries["/proc/driver/nvidia/version"] = {"type": "file", "content": nvrm_line(driver, flavor)}
+    symbols = "0000000000000000 T ib_register_client\t[ib_core]\n"
+    if peer_api:
+        symbols += "0000000000000000 T ib_register_peer_memory_client\t[ib_core]\n"
+    entries["/proc/kallsyms"] = {"type": "file", "content": symbols}
+    bindir = hosttree.materialize(manifest, root)
+    simdir = os.path.join(root, "simbin")
+    kmodsim.install_stubs(simdir)
+    behaviour = {
+        "creates": {
+            "/sys/module/nvidia_peermem/version": driver + "\n",
+            "/sys/kernel/mm/memory_peers/nv_mem/version": driver + "\n",
+        }
+    }
+    behaviour.update(peermem_behaviour or {})
+    config = dict(
+        modules={"nvidia_peermem": behaviour},
+        modinfo={"nvidia_peermem": fixture("modinfo", modinfo)} if modinfo else {},
+    )
+    config.update(extra_config or {})
+    kmodsim.Sim(root).configure(**config)
+    kmodsim.Sim(root).log("[    2.113400] mlx5_core 0000:3d:00.0: firmware version: 28.39.1002")
+    if peermem_loaded:
+        kmodsim.Sim(root).run(["modprobe", "nvidia-peermem"])
+        os.unlink(os.path.join(root, ".kmodsim", "calls"))
+    return [simdir, bindir]
+
+
+def no_gpu_host(root):
+    """The Debian 12 container capture: no RDMA device, no GPU, no nvidia module."""
+    root = str(root)
+    bindir = hosttree.materialize(hosttree.load("nordma_debian12_container.json"), root)
+    simdir = os.path.join(root, "simbin")
+    kmodsim.install_stubs(simdir)
+    return [simdir, bindir]
+
+
+def tree_files(root):
+    """Every path in the tree except the simulator's own bookkeeping, for 'nothing changed' checks."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(str(root)):
+        if ".kmodsim" in dirpath.split(os.sep):
+            continue
+        for name in dirnames + filenames:
+            if name == ".kmodsim":
+                continue
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                found[path] = "-> " + os.readlink(path)
+            elif os.path.isfile(path):
+                with open(path, "rb") as handle:
+                    found[path] = handle.read()
+            else:
+                found[path] = "dir"
+    return found
