@@ -8,7 +8,7 @@
 # (the virtualenv on PATH, this checkout linked as build/collections/.../rdmaops/roce).
 
 tier_molecule() {
-  ensure_apt podman runc conmon containernetworking-plugins debootstrap
+  ensure_apt podman runc conmon containernetworking-plugins debootstrap gnupg
   # Podman's defaults fail on our CI machines; the project's containers.conf fixes that
   # without touching /etc (molecule.yml passes the same file to ansible and testinfra).
   export CONTAINERS_CONF="$REPO_ROOT/molecule/shared/containers.conf"

@@ -30,3 +30,32 @@ def test_example_site_shape():
     assert hostvars["gpu-b01"]["ofed_provider"] == "mlnx_ofed"
     assert hostvars["leaf-a"]["switch_nos"] == "cumulus_nvue"
     assert hostvars["leaf-b"]["switch_nos"] == "sonic"
+
+
+ROLE_PREFIXES = ("ofed", "nic", "peermem", "tuning")
+
+
+def role_options(role):
+    import yaml
+
+    with open("%s/roles/%s/meta/argument_specs.yml" % (ansiblerun.REPO, role)) as handle:
+        spec = yaml.safe_load(handle)
+    return set(spec["argument_specs"]["main"]["options"])
+
+
+@pytest.mark.parametrize("name", ["example", "lab"])
+def test_role_variables_in_inventories_are_documented_options(name):
+    """A role variable set in a shipped inventory must exist in that role's argument spec:
+    a renamed or misspelt variable would otherwise be ignored without a word."""
+    import os
+
+    if not os.path.isdir(os.path.join(ansiblerun.REPO, "inventories", name)):
+        pytest.skip("inventories/%s is not in this checkout" % name)
+    options = dict((role, role_options(role)) for role in ROLE_PREFIXES)
+    unknown = []
+    for host, hvars in inventory_hostvars(name).items():
+        for key in hvars:
+            role = key.split("_", 1)[0]
+            if role in options and key not in options[role]:
+                unknown.append("%s: %s" % (host, key))
+    assert unknown == []

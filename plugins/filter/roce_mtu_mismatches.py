@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.rdmaops.roce.plugins.module_utils.parsers import roce_active_mtu
+
+
+def roce_mtu_mismatches(rdma, host_mtu, interfaces=None, host=None):
+    """RoCE ports whose netdev MTU or active_mtu is not what ``host_mtu`` gives (see roce_mtu_mismatches.yml)."""
+    if not isinstance(rdma, dict) or "devices" not in rdma:
+        raise AnsibleFilterError("roce_mtu_mismatches expects ansible_facts.rdma (run rdmaops.roce.rdma_facts first)")
+    try:
+        host_mtu = int(host_mtu)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("roce_mtu_mismatches: host_mtu=%r is not an integer" % (host_mtu,))
+    wanted = set(interfaces) if interfaces else None
+    netdevs = rdma.get("netdevs") or {}
+    out = []
+    for device in sorted(rdma["devices"]):
+        ports = rdma["devices"][device].get("ports") or {}
+        for port_name in sorted(ports, key=lambda name: int(name) if str(name).isdigit() else 0):
+            port = ports[port_name]
+            netdev = port.get("netdev")
+            if port.get("link_layer") != "Ethernet" or not netdev or (wanted is not None and netdev not in wanted):
+                continue
+            netdev_mtu = (netdevs.get(netdev) or {}).get("mtu")
+            expected = roce_active_mtu(host_mtu, port.get("max_mtu") or 4096)
+            problems = []
+            if netdev_mtu != host_mtu:
+                problems.append("netdev MTU %s, not %d" % (netdev_mtu, host_mtu))
+            if port.get("active_mtu") != expected:
+                problems.append("active_mtu %s, not %s" % (port.get("active_mtu"), expected))
+            if problems:
+                out.append(
+                    dict(
+                        host=host,
+                        device=device,
+                        port=str(port_name),
+                        netdev=netdev,
+                        netdev_mtu=netdev_mtu,
+                        active_mtu=port.get("active_mtu"),
+                        expected_active_mtu=expected,
+                        mtu_source=port.get("mtu_source"),
+                        problem="; ".join(problems),
+                    )
+                )
+    return out
+
+
+class FilterModule:
+    def filters(self):
+        return {"roce_mtu_mismatches": roce_mtu_mismatches}

@@ -1,0 +1,255 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: mlnx_ofed_install
+short_description: Install MLNX_OFED from its tarball, checksum first, with the installer's exit codes explained
+version_added: 0.1.0
+description:
+  - Installs the legacy C(MLNX_OFED_LINUX-<version>-<os>-<arch>.tgz) with its C(mlnxofedinstall).
+  - Does nothing when C(ofed_info -s) already reports O(version) (unless O(force)); the tarball is not
+    even read then.
+  - Otherwise the tarball's SHA-256 is compared with O(sha256) B(before anything else); a mismatch
+    fails with nothing extracted and nothing installed.
+  - The tarball is extracted (members that would land outside the work directory are refused) into a
+    fresh directory under O(work_dir), C(mlnxofedinstall) runs with O(flags), and its exit status is
+    mapped to the meaning the MLNX_OFED manual gives it (0 success, 1 failed, 2 no firmware for the
+    device, 22 invalid parameter, 28 not enough space, 171 not applicable to this system, 172
+    prerequisites not met, 173 mst driver failed to start). The extracted tree is removed afterwards.
+  - C(--add-kernel-support) is added when O(add_kernel_support=always), or with V(auto) when the
+    tarball's C(.supported_kernels) does not list the running kernel.
+  - Afterwards C(ofed_info -s) must report O(version), or the module fails.
+author:
+  - rdmaops developers (@rdmaops)
+options:
+  tarball:
+    description: Path of the tarball on the host.
+    type: path
+    required: true
+  sha256:
+    description: Expected SHA-256 of the tarball (64 hex digits, optionally prefixed C(sha256:)).
+    type: str
+    required: true
+  version:
+    description: The MLNX_OFED version the tarball installs, as C(ofed_info -s) prints it (V(24.10-1.1.4.0)).
+    type: str
+    required: true
+  flags:
+    description:
+      - Installer flags. Check them against C(./mlnxofedinstall --help) of the version you install.
+    type: list
+    elements: str
+    default: [--without-fw-update, --force]
+  add_kernel_support:
+    description: When to add C(--add-kernel-support) (rebuild the kernel packages for the running kernel).
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  work_dir:
+    description: Directory the tarball is extracted under (a fresh subdirectory per run, removed afterwards).
+    type: path
+    default: /var/tmp/rdmaops-mlnx-ofed
+  keep_extracted:
+    description: Keep the extracted tree (for debugging a failed install).
+    type: bool
+    default: false
+  force:
+    description: Run the installer even when O(version) is already installed.
+    type: bool
+    default: false
+  output_lines:
+    description: How many lines of the installer's output to return.
+    type: int
+    default: 40
+extends_documentation_fragment:
+  - rdmaops.roce.attributes
+attributes:
+  check_mode:
+    support: full
+    description: Reads the installed version and verifies the checksum, then reports whether it would install.
+  diff_mode:
+    support: partial
+    description: Shows the installed version before and after.
+notes:
+  - The installer can run for a long time (it may build kernel packages); run the task with C(async).
+seealso:
+  - module: rdmaops.roce.ofed_status
+"""
+
+EXAMPLES = r"""
+- name: Install MLNX_OFED 24.10 LTS
+  rdmaops.roce.mlnx_ofed_install:
+    tarball: /var/cache/rdmaops/MLNX_OFED_LINUX-24.10-1.1.4.0-ubuntu22.04-x86_64.tgz
+    sha256: "{{ mlnx_ofed_sha256 }}"
+    version: 24.10-1.1.4.0
+  async: 3600
+  poll: 15
+"""
+
+RETURN = r"""
+installed_before:
+  description: C(ofed_info -s) version before, or null.
+  type: str
+  returned: always
+installed_after:
+  description: C(ofed_info -s) version after, or null.
+  type: str
+  returned: always
+sha256:
+  description: The tarball's SHA-256 as computed (when it was read).
+  type: str
+  returned: when the tarball was read
+cmd:
+  description: The installer command line (run or, in check mode, planned).
+  type: list
+  elements: str
+  returned: when an install is needed
+add_kernel_support:
+  description: Whether C(--add-kernel-support) was added, and RV(add_kernel_support_reason) why.
+  type: bool
+  returned: when an install is needed
+add_kernel_support_reason:
+  description: Why (or why not) C(--add-kernel-support).
+  type: str
+  returned: when an install is needed
+rc:
+  description: The installer's exit status.
+  type: int
+  returned: when the installer ran
+rc_meaning:
+  description: What the exit status means.
+  type: str
+  returned: when the installer ran
+logs_dir:
+  description: The installer's log directory, as it printed it.
+  type: str
+  returned: when the installer ran
+output_tail:
+  description: The last lines of the installer's output.
+  type: str
+  returned: when the installer ran
+"""
+
+import os
+import shutil
+import tarfile
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandRunner
+from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils.ofed import (
+    OfedError,
+    explain_installer_rc,
+    extract_tarball,
+    installer_argv,
+    installer_logs_dir,
+    needs_kernel_support,
+    normalize_sha256,
+    sha256_file,
+    version_matches,
+)
+from ansible_collections.rdmaops.roce.plugins.module_utils.parsers import parse_ofed_info
+
+
+def installed_version(runner):
+    result = runner.run_optional(["ofed_info", "-s"])
+    info = parse_ofed_info(result.stdout) if result else None
+    return info["version"] if info else None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            tarball=dict(type="path", required=True),
+            sha256=dict(type="str", required=True),
+            version=dict(type="str", required=True),
+            flags=dict(type="list", elements="str", default=["--without-fw-update", "--force"]),
+            add_kernel_support=dict(type="str", default="auto", choices=["auto", "always", "never"]),
+            work_dir=dict(type="path", default="/var/tmp/rdmaops-mlnx-ofed"),
+            keep_extracted=dict(type="bool", default=False),
+            force=dict(type="bool", default=False),
+            output_lines=dict(type="int", default=40),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    runner = CommandRunner(module)
+    host = HostRoot()
+    try:
+        wanted_sha = normalize_sha256(params["sha256"])
+    except OfedError as exc:
+        module.fail_json(msg=str(exc))
+    before = installed_version(runner)
+    result = dict(changed=False, installed_before=before, installed_after=before)
+    if version_matches(before, params["version"]) and not params["force"]:
+        module.exit_json(**result)
+
+    tarball = params["tarball"]
+    if not os.path.isfile(tarball):
+        module.fail_json(msg="the MLNX_OFED tarball %s does not exist on the host" % tarball, **result)
+    actual = sha256_file(tarball)
+    result["sha256"] = actual
+    if actual != wanted_sha:
+        module.fail_json(
+            msg="the SHA-256 of %s is %s, but %s was expected: nothing was extracted or installed. "
+                "Fetch the tarball again or correct ofed_mlnx_ofed_sha256." % (tarball, actual, wanted_sha),
+            **result
+        )
+
+    running = host.read("/proc/sys/kernel/osrelease")
+    result["changed"] = True
+    if module._diff:
+        result["diff"] = dict(before=dict(mlnx_ofed=before), after=dict(mlnx_ofed=params["version"]))
+    if module.check_mode:
+        result["cmd"] = ["<work_dir>/MLNX_OFED_LINUX-*/mlnxofedinstall"] + params["flags"]
+        module.exit_json(**result)
+
+    if not os.path.isdir(params["work_dir"]):
+        os.makedirs(params["work_dir"], 0o700)
+    extract_dir = tempfile.mkdtemp(prefix="extract.", dir=params["work_dir"])
+    try:
+        try:
+            installer_dir = extract_tarball(tarball, extract_dir)
+            add, why = needs_kernel_support(params["add_kernel_support"], installer_dir, running)
+        except (OfedError, tarfile.TarError) as exc:
+            module.fail_json(msg="cannot use the tarball %s: %s" % (tarball, exc), **result)
+        argv = installer_argv(installer_dir, params["flags"], add)
+        result.update(cmd=argv, add_kernel_support=add, add_kernel_support_reason=why)
+        run = runner.run(argv, check=False)
+        output = (run.stdout or "") + (run.stderr or "")
+        ok, meaning = explain_installer_rc(run.rc)
+        result.update(
+            rc=run.rc,
+            rc_meaning=meaning,
+            logs_dir=installer_logs_dir(output),
+            output_tail="\n".join(output.splitlines()[-params["output_lines"]:]),
+        )
+        if not ok:
+            module.fail_json(msg="%s (installer: %s)" % (meaning, " ".join(argv)), **result)
+        if run.rc != 0:
+            module.warn(meaning)
+    finally:
+        if not params["keep_extracted"]:
+            shutil.rmtree(extract_dir, ignore_errors=True)
+
+    # CommandRunner caches tool paths: the installer has just added ofed_info.
+    after = installed_version(CommandRunner(module))
+    result["installed_after"] = after
+    if not version_matches(after, params["version"]):
+        module.fail_json(
+            msg="mlnxofedinstall succeeded but ofed_info -s reports %s, not %s: the tarball is another "
+                "version than ofed_mlnx_ofed_version says" % (after, params["version"]),
+            **result
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""link_mtu run by ansible itself against a host tree: check mode, diff, apply, idempotence, refusal.
+
+``RDMAOPS_HOST_ROOT=<tree> PATH=<stubs>:$PATH ansible localhost -m rdmaops.roce.link_mtu -a ...``.
+The ``ip`` stub changes the tree's sysfs MTU the way the kernel does and answers the
+read-only ``ip -j`` queries with the lab VM's answers (iproute2 6.1 JSON shape).
+"""
+
+import json
+import os
+import sys
+
+import pytest
+import ansiblerun
+
+from linkhost import LinkHost
+
+IP_STUB = r"""#!{python}
+import json, os, sys
+root = os.environ["RDMAOPS_HOST_ROOT"]
+args = sys.argv[1:]
+here = os.path.dirname(os.path.abspath(__file__))
+if args[:3] == ["link", "set", "dev"] and args[4] == "mtu":
+    with open(os.path.join(root, "sys/class/net", args[3], "mtu"), "w") as handle:
+        handle.write(args[5] + "\n")
+    with open(os.path.join(here, "ip.log"), "a") as handle:
+        handle.write(" ".join(args) + "\n")
+    sys.exit(0)
+answers = json.load(open(os.path.join(here, "ip.json")))
+key = " ".join(args)
+if key not in answers:
+    sys.stderr.write("stub: no answer for ip %s\n" % key)
+    sys.exit(127)
+sys.stdout.write(json.dumps(answers[key]))
+"""
+
+
+@pytest.fixture
+def lab_tree(tmp_path):
+    root = tmp_path / "root"
+    host = LinkHost(root)
+    host.link("ens3", addrs=["10.0.2.15/24"], driver="virtio_net", max_mtu=65535)
+    host.link("ens4", addrs=["198.18.0.11/24"], driver="virtio_net", max_mtu=65535)
+    host.materialize()
+    host.default_routes = [("inet", "10.0.2.2", "ens3")]
+    host.client_routes = {"10.0.2.2": "ens3"}
+    host.file("/etc/network/interfaces", "auto ens3\niface ens3 inet static\n    address 10.0.2.15/24\n    gateway 10.0.2.2\n")
+    answers = {}
+    for argv in (["-j", "-d", "link", "show"], ["-j", "addr", "show"], ["-j", "route", "show", "default"],
+                 ["-j", "-6", "route", "show", "default"], ["-j", "route", "get", "10.0.2.2"]):
+        answers[" ".join(argv)] = json.loads(host.run(["ip"] + argv)[1])
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ip.json").write_text(json.dumps(answers))
+    for tool, text in (("ip", IP_STUB.format(python=sys.executable)), ("ifup", "#!/bin/sh\nexit 1\n")):
+        (bindir / tool).write_text(text)
+        (bindir / tool).chmod(0o755)
+    env = dict(RDMAOPS_HOST_ROOT=str(root), PATH=str(bindir) + os.pathsep + os.environ["PATH"],
+               SSH_CONNECTION="10.0.2.2 51234 10.0.2.15 22")
+    return host, bindir, env
+
+
+def adhoc(args, env, check=False, diff=False):
+    _rc, result = ansiblerun.adhoc("rdmaops.roce.link_mtu", args, env, check=check, diff=diff)
+    return result
+
+
+def test_check_apply_repeat(lab_tree):
+    host, bindir, env = lab_tree
+    original = host.read("/etc/network/interfaces")
+    check = adhoc("interface=ens4 mtu=9000", env, check=True, diff=True)
+    assert check["changed"] is True and not check.get("failed")
+    assert check["after"]["runtime"] == {"ens4": 9000}
+    assert host.read("/etc/network/interfaces") == original and host.sys_mtu("ens4") == 1500
+    assert check["diff"][1]["after_header"] == "/etc/network/interfaces"
+
+    applied = adhoc("interface=ens4 mtu=9000", env)
+    assert applied["changed"] is True and applied["backend"] == "ifupdown"
+    assert host.sys_mtu("ens4") == 9000
+    assert (bindir / "ip.log").read_text() == "link set dev ens4 mtu 9000\n"
+    assert "iface ens4 inet manual\n    mtu 9000\n" in host.read("/etc/network/interfaces")
+
+    again = adhoc("interface=ens4 mtu=9000", env)
+    assert again["changed"] is False and again["changes"] == []
+    assert (bindir / "ip.log").read_text() == "link set dev ens4 mtu 9000\n"
+
+
+def test_management_nic_is_refused(lab_tree):
+    host, bindir, env = lab_tree
+    result = adhoc("interface=ens3 mtu=9000", env)
+    assert result["failed"] is True
+    assert result["msg"].startswith("refusing to change the MTU of ens3")
+    assert result["management"]["interfaces"]["ens3"][0] == "holds 10.0.2.15, the address this SSH connection came in on"
+    assert host.sys_mtu("ens3") == 1500 and not (bindir / "ip.log").exists()

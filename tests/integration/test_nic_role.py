@@ -1,0 +1,112 @@
+"""The nic role run by ansible-playbook against the Soft-RoCE lab VM as captured (rxe0 on ens4).
+
+The tree is the real capture of a lab VM (tests/unit/fixtures/hosts/rxe_bookworm_*.json) plus the
+lab image's /etc/network/interfaces. ``ip link set`` is a stub that changes the tree's sysfs MTU;
+every other tool replays what the VM answered. ``ibv_devinfo`` answers from the MTU 9000 capture
+(active_mtu 4096) or, to prove the check catches it, from the MTU 1500 capture (1024).
+"""
+
+import os
+import sys
+
+import pytest
+import ansiblerun
+
+import hosttree
+LAB_INTERFACES = "auto lo\niface lo inet loopback\n\nauto ens3\niface ens3 inet static\n    address 10.0.2.15/24\n    gateway 10.0.2.2\n"
+
+IP_STUB = r"""#!{python}
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+args = sys.argv[1:]
+if args[:3] == ["link", "set", "dev"] and args[4] == "mtu":
+    with open(os.path.join(os.environ["RDMAOPS_HOST_ROOT"], "sys/class/net", args[3], "mtu"), "w") as handle:
+        handle.write(args[5] + "\n")
+    sys.exit(0)
+record = json.load(open(os.path.join(here, "commands.json"))).get(" ".join(["ip"] + args))
+if record is None:
+    sys.stderr.write("stub: no recorded output for ip %s\n" % " ".join(args))
+    sys.exit(127)
+sys.stdout.write(record.get("stdout", ""))
+sys.exit(record.get("rc", 0))
+"""
+
+PLAYBOOK = """\
+- name: NIC role on the captured lab VM
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: rdmaops.roce.nic
+"""
+
+
+def lab_vm(tmp_path, ibv_from):
+    manifest = hosttree.load("rxe_bookworm_mtu1500.json")
+    answers = hosttree.load(ibv_from)["commands"]
+    for key in ("ibv_devinfo", "ibv_devinfo -v"):
+        manifest["commands"][key] = answers[key]
+    root = tmp_path / "vm"
+    bindir = hosttree.materialize(manifest, root)
+    with open(os.path.join(bindir, "ip"), "w") as handle:
+        handle.write(IP_STUB.format(python=sys.executable))
+    with open(os.path.join(bindir, "ifup"), "w") as handle:
+        handle.write("#!/bin/sh\nexit 1\n")
+    os.chmod(os.path.join(bindir, "ifup"), 0o755)
+    os.makedirs(str(root / "etc/network"))
+    (root / "etc/network/interfaces").write_text(LAB_INTERFACES)
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    env = dict(RDMAOPS_HOST_ROOT=str(root), PATH=bindir + os.pathsep + os.environ["PATH"], SSH_CONNECTION="10.0.2.2 51234 10.0.2.15 22")
+    return root, env
+
+
+def play(tmp_path, env, extra_vars=None):
+    _rc, tasks, stats = ansiblerun.playbook(tmp_path / "play.yml", env, extra_vars)
+    return stats, dict((name.split(" : ", 1)[-1], result) for name, result in tasks.items())
+
+
+def sys_mtu(root, name):
+    return int((root / "sys/class/net" / name / "mtu").read_text())
+
+
+def test_role_sets_persists_verifies_and_repeats_without_change(tmp_path):
+    root, env = lab_vm(tmp_path, "rxe_bookworm_mtu9000.json")
+    stats, tasks = play(tmp_path, env)
+    assert stats["failures"] == 0, tasks
+    result = tasks["Set the MTU of each link, now and persistently"]["results"][0]
+    assert (result["item"], result["changed"], result["backend"]) == ("ens4", True, "ifupdown")
+    assert result["management"]["interfaces"]["ens3"] == ["holds 10.0.2.15, the address this SSH connection came in on"]
+    assert sys_mtu(root, "ens4") == 9000 and sys_mtu(root, "ens3") == 1500
+    assert "iface ens4 inet manual\n    mtu 9000\n" in (root / "etc/network/interfaces").read_text()
+    assert tasks["Check each port's RoCE active_mtu"]["msg"] == "1 RoCE port(s) on ens4 at MTU 9000, active_mtu 4096"
+    assert tasks["Re-test the connection after a management interface changed"].get("skipped") is True
+
+    stats, tasks = play(tmp_path, env)
+    assert stats["failures"] == 0 and stats["changed"] == 0, tasks
+
+
+def test_role_reports_the_port_whose_active_mtu_stays_low(tmp_path):
+    root, env = lab_vm(tmp_path, "rxe_bookworm_mtu1500.json")
+    stats, tasks = play(tmp_path, env)
+    assert stats["failures"] == 1
+    msg = tasks["Check each port's RoCE active_mtu"]["msg"]
+    assert "localhost rxe0 port 1 (ens4): active_mtu 1024, not 4096" in msg
+    assert "[netdev MTU 9000, active_mtu 1024 from ibv_devinfo]" in msg
+
+
+def test_role_refuses_the_management_nic(tmp_path):
+    root, env = lab_vm(tmp_path, "rxe_bookworm_mtu9000.json")
+    stats, tasks = play(tmp_path, env, {"nic_interfaces": ["ens3"]})
+    assert stats["failures"] == 1
+    result = tasks["Set the MTU of each link, now and persistently"]["results"][0]
+    assert result["msg"].startswith("refusing to change the MTU of ens3: it is on the path that carries the Ansible connection")
+    assert sys_mtu(root, "ens3") == 1500
+    assert (root / "etc/network/interfaces").read_text() == LAB_INTERFACES
+
+
+@pytest.mark.parametrize("fabric", [{"host_mtu": 4200}])
+def test_role_takes_the_mtu_from_the_intent(tmp_path, fabric):
+    root, env = lab_vm(tmp_path, "rxe_bookworm_mtu9000.json")
+    stats, tasks = play(tmp_path, env, {"roce_fabric": fabric})
+    assert stats["failures"] == 0, tasks
+    assert sys_mtu(root, "ens4") == 4200
+    assert tasks["Check each port's RoCE active_mtu"]["msg"].endswith("at MTU 4200, active_mtu 4096")
