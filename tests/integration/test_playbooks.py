@@ -87,3 +87,30 @@ def test_unsupported_os_is_refused_with_the_matrix(tmp_path):
     proc = run_playbook("preflight.yml", local_inventory(tmp_path), extra_vars={"rdmaops_supported_platforms": {"Plan9": ["4"]}})
     assert proc.returncode != 0
     assert "supported are Plan9" in proc.stdout
+
+
+def tree_inventory(tmp_path, capture):
+    import hosttree
+
+    root = tmp_path / "host"
+    bindir = hosttree.materialize(hosttree.load(capture), root)
+    env = {"RDMAOPS_HOST_ROOT": str(root), "PATH": bindir + os.pathsep + os.environ["PATH"]}
+    return local_inventory(tmp_path), env
+
+
+def test_validate_passes_on_a_host_at_the_intent(tmp_path):
+    """The Soft-RoCE VM captured at MTU 9000 meets the lossless intent on every check a single host can make."""
+    inventory, env = tree_inventory(tmp_path, "rxe_bookworm_mtu9000.json")
+    proc = run_playbook("validate.yml", inventory, check=False, env_extra=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout.replace("\n        ", " ")
+    assert "localhost: 1 active RoCE port(s) at MTU 9000 with RoCE v2 IPv4 GIDs" in out
+    assert "rxe0/1 ens4 198.18.0.11/24,198.18.0.111/24 MTU 9000 active_mtu 4096 GID 1" in out
+
+
+def test_validate_names_the_port_below_the_intent(tmp_path):
+    inventory, env = tree_inventory(tmp_path, "rxe_bookworm_mtu1500.json")
+    proc = run_playbook("validate.yml", inventory, check=False, env_extra=env)
+    assert proc.returncode != 0
+    out = proc.stdout.replace("\n        ", " ")
+    assert "rxe0 port 1 (ens4): netdev MTU 1500, not 9000; active_mtu 1024, not 4096" in out
