@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command: every test tier, from a fresh clone on a fresh machine.
 # Installs what it needs (apt packages, a virtualenv from requirements-dev.txt), then runs
-# unit tests, ansible-test sanity, ansible-lint, the collection build and its docs, and
-# molecule scenarios, printing how long each tier took.
+# unit tests, ansible-test sanity, ansible-lint, the generated reference, the collection build,
+# molecule scenarios (podman) and the soft-RoCE lab end to end (QEMU VMs), printing how long
+# each tier took.
 #
 #   bash scripts/test-all.sh                 every tier
 #   bash scripts/test-all.sh unit sanity     only the named tiers (bootstrap always runs)
@@ -14,6 +15,8 @@ source "$(dirname "$0")/lib/bootstrap.sh"
 source "$(dirname "$0")/lib/collection-tree.sh"
 # shellcheck source=scripts/lib/tier-molecule.sh
 source "$(dirname "$0")/lib/tier-molecule.sh"
+# shellcheck source=scripts/lib/tier-lab.sh
+source "$(dirname "$0")/lib/tier-lab.sh"
 
 BUILD_DIR="${RDMAOPS_BUILD_DIR:-$REPO_ROOT/build}"
 declare -a TIMINGS=()
@@ -97,7 +100,7 @@ tier_docs() {
 }
 
 
-ALL_TIERS=(unit sanity lint docs build molecule)
+ALL_TIERS=(unit sanity lint docs build molecule lab)
 SELECTED=("$@")
 [ "${#SELECTED[@]}" -gt 0 ] || SELECTED=("${ALL_TIERS[@]}")
 for name in "${SELECTED[@]}"; do

@@ -1,0 +1,35 @@
+# shellcheck shell=bash
+# The README's main command on the soft-RoCE lab: install what the lab needs, boot two Debian
+# VMs whose RDMA NIC is Soft-RoCE (tests/lab), run the collection's site playbook against them
+# (inventories/lab), and print what it did. The lab stays up afterwards for a look around.
+# Sourced after scripts/lib/bootstrap.sh; run with `bootstrap; main_lab [ansible-playbook args]`.
+# shellcheck source=scripts/lib/lab.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lab.sh"
+
+main_lab() {
+  local inv took_up took_site took_validate=""
+  cd "$REPO_ROOT" || return
+  lab_ensure_host
+  log "soft-RoCE lab: 2 VMs (image built once and cached, then about a minute to boot)"
+  lab_time took_up lab_cli up -n 2
+  inv=$(lab_inventory)
+  log "ansible-playbook -i ${inv#"$REPO_ROOT"/} playbooks/site.yml $*"
+  lab_time took_site ansible-playbook -i "$inv" playbooks/site.yml "$@"
+  if [ -f playbooks/validate.yml ]; then
+    log "ansible-playbook -i ${inv#"$REPO_ROOT"/} playbooks/validate.yml"
+    lab_time took_validate ansible-playbook -i "$inv" playbooks/validate.yml
+  fi
+  log "what the lab's RDMA NICs report now"
+  lab_cli summary
+  log "done"
+  printf '  %-26s %7ss\n' "lab up" "$took_up" "site.yml" "$took_site"
+  [ -z "$took_validate" ] || printf '  %-26s %7ss\n' "validate.yml" "$took_validate"
+  cat <<EOF
+
+The lab is still running:
+  python3 tests/lab/lab.py status          VMs, SSH ports, fabric addresses, switch-port MTUs
+  python3 tests/lab/lab.py ssh vm1         a root shell in vm1 (ibv_devinfo, rdma link, ib_write_bw ...)
+  ansible-playbook -i ${inv#"$REPO_ROOT"/} playbooks/site.yml
+  python3 tests/lab/lab.py down            stop it and remove what it made
+EOF
+}

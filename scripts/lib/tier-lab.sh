@@ -1,0 +1,189 @@
+# shellcheck shell=bash
+# The lab test tier: the collection end to end on two soft-RoCE VMs (tests/lab).
+#   boot -> converge (site.yml) -> re-run, which must change nothing -> reboot a VM (what the
+#   VMs report must not change) -> verify (tests/lab/verify.yml) -> a switch port at 1500 -> down
+# Every step's wall time is printed; the lab is taken down whatever happens.
+# Sourced after scripts/lib/bootstrap.sh; run with `bootstrap; tier_lab`.
+# shellcheck source=scripts/lib/lab.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lab.sh"
+
+# lab_converge_idempotent INVENTORY: run site.yml again; fail unless every host reports changed=0.
+lab_converge_idempotent() {
+  local inv=$1 out rc=0
+  out=$(mktemp)
+  ANSIBLE_NOCOLOR=1 ansible-playbook -i "$inv" playbooks/site.yml 2>&1 | tee "$out" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    rm -f "$out"
+    return "$rc"
+  fi
+  # PLAY RECAP lines: "vm1 : ok=12 changed=0 unreachable=0 failed=0 ..."
+  if ! python3 - "$out" <<'PY'
+import re
+import sys
+
+text = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+recap = text.rsplit("PLAY RECAP", 1)[-1] if "PLAY RECAP" in text else ""
+hosts = dict(re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", recap, re.M))
+changed_tasks = []
+task = None
+for line in text.splitlines():
+    if line.startswith("TASK ["):
+        task = line[6:].split("]")[0]
+    elif line.startswith("changed: ["):
+        changed_tasks.append("%s: %s" % (line[10:].split("]")[0], task))
+if not hosts:
+    sys.exit("idempotence: no PLAY RECAP in the second run's output")
+bad = {h: c for h, c in hosts.items() if c != "0"}
+if bad:
+    print("idempotence: the second run changed something: %s" % ", ".join("%s changed=%s" % kv for kv in sorted(bad.items())))
+    print("\n".join("  changed on " + t for t in changed_tasks))
+    sys.exit(1)
+print("idempotence: changed=0 on %s" % ", ".join(sorted(hosts)))
+PY
+  then
+    rm -f "$out"
+    return 1
+  fi
+  rm -f "$out"
+}
+
+# lab_verify INVENTORY: run tests/lab/verify.yml, then playbooks/validate.yml; remember the
+# ib_write_bw figure validate.yml prints.
+lab_verify() {
+  local out rc=0
+  out=$(mktemp)
+  { ANSIBLE_NOCOLOR=1 ansible-playbook -i "$1" tests/lab/verify.yml &&
+    ANSIBLE_NOCOLOR=1 ansible-playbook -i "$1" playbooks/validate.yml; } 2>&1 | tee "$out" || rc=$?
+  lab_bandwidth=$(tr -s ' \n' ' ' < "$out" | grep -o 'ib_write_bw [^:]*: [0-9.]* Gb/s average' | tail -n 1 || true)
+  rm -f "$out"
+  return "$rc"
+}
+
+_lab_step() {
+  # _lab_step NAME CMD...: run one step of the tier and note its wall time.
+  local name=$1 took rc=0
+  shift
+  log "lab: $name"
+  lab_time took "$@" || rc=$?
+  lab_timings+=("$(printf '  %-36s %7ss%s' "$name" "$took" "$([ "$rc" -eq 0 ] || echo '  FAILED')")")
+  return "$rc"
+}
+
+# shellcheck disable=SC2317  # runs from the EXIT trap
+_lab_finish() {
+  local rc=$? took
+  set +e
+  trap - EXIT INT TERM
+  if [ "$rc" -ne 0 ]; then
+    log "lab tier failed (rc $rc): lab status and the end of each VM's console"
+    lab_cli status
+    for vm in vm1 vm2; do
+      echo "--- $vm console"
+      lab_cli console "$vm" --lines 15
+    done
+  fi
+  log "lab: down"
+  # the tier's own lab (next to someone else's) leaves not even its keys behind
+  local down_args=()
+  [ "${RDMAOPS_LAB_STATE:-}" != /run/rdmaops-lab-tier ] || down_args=(--purge)
+  lab_time took lab_cli down "${down_args[@]}" || rc=1
+  lab_timings+=("$(printf '  %-36s %7ss' down "$took")")
+  log "lab tier timings"
+  printf '%s\n' "${lab_timings[@]}"
+  exit "$rc"
+}
+
+# lab_reboot_keeps VM: reboot VM; fail unless every VM's summary (rxe0 state, active_mtu,
+# fabric netdev, MTU, addresses) reads the same afterwards: what the collection set must
+# survive a reboot.
+lab_reboot_keeps() {
+  local before after
+  before=$(lab_cli summary)
+  lab_cli reboot "$1"
+  after=$(lab_cli summary)
+  echo "$after"
+  if [ "$before" != "$after" ]; then
+    echo "the reboot of $1 changed what the VMs report:"
+    diff <(echo "$before") <(echo "$after") || true
+    return 1
+  fi
+  echo "after the reboot of $1 every VM reports what it did before"
+}
+
+# lab_switch_port_check: the lab's switch ports are real: with vm2's port at 1500, a jumbo ping
+# from vm1 to vm2 that fits the VMs' MTU must fail while a 1500-byte one passes; with the port
+# back at the switch MTU the jumbo ping passes again.
+lab_switch_port_check() {
+  local mtu size peer
+  peer=$(lab_cli status --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["vms"]["vm2"]["fabric_address"].split("/")[0])')
+  # shellcheck disable=SC2016  # expanded in the VM
+  mtu=$(lab_cli ssh vm1 'cat /sys/class/net/$(cat /sys/class/infiniband/rxe0/parent)/mtu')
+  if [ "$mtu" -le 1500 ]; then
+    echo "vm1's fabric MTU is $mtu after converge: site.yml should have raised it (roce_fabric.host_mtu)"
+    return 1
+  fi
+  size=$((mtu - 28))
+  lab_cli up --port-mtu vm2=1500 > /dev/null
+  if lab_cli ssh vm1 "ping -c 2 -W 2 -M do -s $size $peer" > /dev/null; then
+    echo "a $mtu-byte ping crossed vm2's 1500-byte switch port"
+    lab_cli up > /dev/null
+    return 1
+  fi
+  lab_cli ssh vm1 "ping -c 2 -W 2 -M do -s 1472 $peer" > /dev/null
+  lab_cli up > /dev/null
+  lab_cli ssh vm1 "ping -c 2 -W 2 -M do -s $size $peer" > /dev/null
+  echo "switch port of vm2 at 1500: $mtu-byte pings dropped, 1500-byte pings pass; back at the switch MTU: $mtu passes"
+}
+
+# lab_management_refused INVENTORY: link_mtu must refuse the NIC that carries vm1's SSH
+# connection (ens3, the QEMU user network) and leave its MTU as it was.
+lab_management_refused() {
+  local out before after
+  before=$(lab_cli ssh vm1 'cat /sys/class/net/ens3/mtu')
+  if out=$(ANSIBLE_NOCOLOR=1 ansible -i "$1" vm1 -m rdmaops.roce.link_mtu -a "interface=ens3 mtu=9000" 2>&1); then
+    echo "$out"
+    echo "link_mtu changed vm1's management NIC ens3 without allow_management_change"
+    return 1
+  fi
+  after=$(lab_cli ssh vm1 'cat /sys/class/net/ens3/mtu')
+  if ! grep -q "refusing to change the MTU of ens3" <<<"$out" || [ "$before" != "$after" ]; then
+    echo "$out"
+    echo "expected a refusal naming ens3 and its MTU unchanged ($before before, $after after)"
+    return 1
+  fi
+  echo "link_mtu refused vm1's management NIC ens3 (MTU still $after)"
+}
+
+tier_lab() {
+  (
+    set -euo pipefail
+    cd "$REPO_ROOT"
+    lab_timings=()
+    lab_bandwidth=""
+    trap _lab_finish EXIT
+    trap 'exit 130' INT TERM
+
+    local t0 inv rc=0
+    t0=$(date +%s)
+    # A lab someone left running (the main command leaves one up) is theirs: test in a lab of
+    # our own next to it instead of converging theirs and taking it down.
+    lab_cli status > /dev/null 2>&1 || rc=$?
+    if [ "$rc" -ne 3 ]; then
+      export RDMAOPS_LAB_STATE=/run/rdmaops-lab-tier RDMAOPS_LAB_SSH_BASE_PORT=2230
+      log "lab: a lab is running already; the tier uses its own ($RDMAOPS_LAB_STATE, SSH ports 2231-2232)"
+    fi
+    _lab_step "host packages" lab_ensure_host
+    _lab_step "image (cached unless recipe changed)" lab_cli build
+    _lab_step "up: 2 VMs to SSH" lab_cli up -n 2
+    inv=$(lab_inventory)
+    _lab_step "converge: site.yml" ansible-playbook -i "$inv" playbooks/site.yml
+    _lab_step "idempotent re-run: changed=0" lab_converge_idempotent "$inv"
+    _lab_step "reboot vm2 (state survives)" lab_reboot_keeps vm2
+    _lab_step "verify: lab checks + validate.yml" lab_verify "$inv"
+    _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check
+    _lab_step "management NIC refused" lab_management_refused "$inv"
+    lab_cli summary
+    [ -z "$lab_bandwidth" ] || echo "$lab_bandwidth"
+    lab_timings+=("$(printf '  %-36s %7ss' "total before down" "$(($(date +%s) - t0))")")
+  )
+}

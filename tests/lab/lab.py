@@ -1,0 +1,1126 @@
+"""The soft-RoCE lab: Debian VMs under QEMU software emulation, each with a Soft-RoCE NIC.
+
+    python3 tests/lab/lab.py build [--force]          build and cache the VM image (once)
+    python3 tests/lab/lab.py up [-n N] [--port-mtu vm2=1500 ...]
+    python3 tests/lab/lab.py status [--json]
+    python3 tests/lab/lab.py ssh VM [CMD ...]
+    python3 tests/lab/lab.py reboot VM
+    python3 tests/lab/lab.py console VM [--lines N]
+    python3 tests/lab/lab.py summary
+    python3 tests/lab/lab.py inventory [--stdout]
+    python3 tests/lab/lab.py down [--purge]
+
+Every VM boots the cached image through a copy-on-write overlay, is reached over SSH on a
+127.0.0.1 port with the lab's own key, and has a second NIC on a bridge inside a network
+namespace made for the lab. At boot the image gives that NIC its fabric address and creates
+a Soft-RoCE device (rxe0) on it. See tests/lab/README.md.
+
+Standard library only; runs as root (network namespaces, tap devices).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import hashlib
+import ipaddress
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import imagebuild
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
+IMAGE_RECIPE_DIR = os.path.join(HERE, "image")
+LAB_INVENTORY_DIR = os.path.join(REPO_ROOT, "inventories", "lab")
+
+# Bump when the build steps in this file change what goes into the image (the files under
+# image/ are hashed by themselves).
+RECIPE_VERSION = 1
+SUITE = "bookworm"
+IMAGE_SIZE = "3G"
+
+DEFAULT_STATE_DIR = "/run/rdmaops-lab"
+DEFAULT_CACHE_DIR = "/var/cache/rdmaops-lab"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+DEFAULT_SSH_BASE_PORT = 2220  # vm1 answers on 2221, vm2 on 2222 ...
+DEFAULT_VMS = 2
+MAX_VMS = 4
+DEFAULT_MEMORY_MIB = 1024
+DEFAULT_TIMEOUT = 600  # generous: on a busy 2-core host a boot under emulation can take minutes
+DEFAULT_SWITCH_MTU = 9216
+MTU_MIN = 1280
+MTU_MAX = 9216
+FABRIC_RANGE = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544 benchmarking range
+DEFAULT_FABRIC_SUBNET = "198.18.0.0/24"
+FABRIC_HOST_OFFSET = 10  # vm1 = .11, vm2 = .12 ...
+MGMT_ADDRESS = "10.0.2.15/24"  # QEMU user-mode network, one per VM
+MGMT_GATEWAY = "10.0.2.2"
+BRIDGE = "br-fabric"
+FWCFG_PREFIX = "opt/org.rdmaops.lab/"
+KEY_NAME = "id_ed25519"
+STATE_FILE = "lab.json"
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]*m")  # the second: SGR cut off by systemd's ellipsis
+
+# command -> Debian package that provides it
+HOST_TOOLS = {
+    "qemu-system-x86_64": "qemu-system-x86",
+    "qemu-img": "qemu-utils",
+    "ip": "iproute2",
+    "ssh": "openssh-client",
+    "ssh-keygen": "openssh-client",
+    "debootstrap": "debootstrap",
+    "mkfs.ext4": "e2fsprogs",
+    "chroot": "coreutils",
+    "mount": "mount",
+    "umount": "mount",
+}
+UP_TOOLS = ("qemu-system-x86_64", "qemu-img", "ip", "ssh", "ssh-keygen")
+BUILD_TOOLS = ("debootstrap", "mkfs.ext4", "chroot", "mount", "umount")
+
+
+class LabError(Exception):
+    """A failure the user can act on; printed without a traceback."""
+
+
+def log(msg):
+    print("lab: %s" % msg, flush=True)
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def env_int(name, default):
+    value = os.environ.get(name)
+    if value in (None, ""):
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise LabError("%s=%r is not an integer" % (name, value)) from None
+
+
+def parse_port_mtus(values, vm_count):
+    """Parse ``--port-mtu`` values (``vm2=1500``, repeatable or comma separated)."""
+    result = {}
+    names = vm_names(vm_count)
+    for value in values or []:
+        for item in value.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, sep, mtu = item.partition("=")
+            name = name.strip()
+            if not sep:
+                raise LabError("--port-mtu %r: write VM=MTU, for example vm2=1500" % item)
+            if name not in names:
+                raise LabError("--port-mtu %r: no VM %r in a lab of %d VMs (%s)" % (item, name, vm_count, ", ".join(names)))
+            result[name] = validate_mtu(mtu.strip(), "--port-mtu %s" % name)
+    return result
+
+
+def validate_mtu(value, what):
+    try:
+        mtu = int(value)
+    except (TypeError, ValueError):
+        mtu = None
+    if mtu is None or not MTU_MIN <= mtu <= MTU_MAX:
+        raise LabError("%s=%s: a switch port MTU is an integer from %d to %d" % (what, value, MTU_MIN, MTU_MAX))
+    return mtu
+
+
+def validate_fabric_subnet(value):
+    try:
+        net = ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        raise LabError("--fabric-subnet %s: %s" % (value, exc)) from None
+    if net.version != 4 or not net.subnet_of(FABRIC_RANGE):
+        raise LabError("--fabric-subnet %s: the lab's fabric stays inside %s (the benchmarking range)" % (value, FABRIC_RANGE))
+    if net.num_addresses < 32:
+        raise LabError("--fabric-subnet %s: needs a /27 or larger (VMs use host addresses .11 to .14)" % value)
+    return net
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="lab.py",
+        description="Soft-RoCE VM lab for rdmaops.roce (QEMU software emulation, rdma_rxe).",
+    )
+    parser.add_argument(
+        "--state-dir",
+        default=os.environ.get("RDMAOPS_LAB_STATE") or DEFAULT_STATE_DIR,
+        help="the lab's runtime state: PIDs, SSH keys, inventory (env RDMAOPS_LAB_STATE, default %(default)s)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        default=os.environ.get("RDMAOPS_LAB_CACHE") or DEFAULT_CACHE_DIR,
+        help="where built images are kept (env RDMAOPS_LAB_CACHE, default %(default)s)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    build = sub.add_parser("build", help="build the VM image unless the cache has it")
+    build.add_argument("--force", action="store_true", help="rebuild even when the cache has this recipe")
+    build.add_argument("--mirror", default=os.environ.get("RDMAOPS_LAB_MIRROR") or DEFAULT_MIRROR,
+                       help="Debian mirror (env RDMAOPS_LAB_MIRROR, default %(default)s)")
+
+    up = sub.add_parser("up", help="boot the lab (reuses running VMs and the cached image)")
+    up.add_argument("-n", "--vms", type=int, default=DEFAULT_VMS, help="number of VMs, 1 to %d (default %%(default)s)" % MAX_VMS)
+    up.add_argument("--port-mtu", action="append", default=[], metavar="VM=MTU",
+                    help="MTU of one VM's switch port, e.g. vm2=1500 (repeatable; others get --switch-mtu)")
+    up.add_argument("--switch-mtu", default=DEFAULT_SWITCH_MTU, help="MTU of every other switch port (default %(default)s)")
+    up.add_argument("--ssh-base-port", type=int, default=env_int("RDMAOPS_LAB_SSH_BASE_PORT", DEFAULT_SSH_BASE_PORT),
+                    help="vmN answers SSH on 127.0.0.1:BASE+N (env RDMAOPS_LAB_SSH_BASE_PORT, default %(default)s)")
+    up.add_argument("--fabric-subnet", default=DEFAULT_FABRIC_SUBNET,
+                    help="fabric IPv4 subnet inside 198.18.0.0/15; vmN gets host .1N (default %(default)s)")
+    up.add_argument("--memory", type=int, default=DEFAULT_MEMORY_MIB, help="MiB of RAM per VM (default %(default)s)")
+    up.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, help="seconds to wait for SSH (default %(default)s)")
+    up.add_argument("--mirror", default=os.environ.get("RDMAOPS_LAB_MIRROR") or DEFAULT_MIRROR, help=argparse.SUPPRESS)
+
+    status = sub.add_parser("status", help="show the lab; exit 0 when every VM answers, 1 when not, 3 when down")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+
+    ssh = sub.add_parser("ssh", help="run a command in a VM (interactive shell without one)")
+    ssh.add_argument("vm")
+    ssh.add_argument("cmd", nargs=argparse.REMAINDER)
+
+    reboot = sub.add_parser("reboot", help="reboot one VM (systemctl reboot) and wait until it answers again")
+    reboot.add_argument("vm")
+    reboot.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, help="seconds to wait (default %(default)s)")
+
+    console = sub.add_parser("console", help="print the end of a VM's serial console log")
+    console.add_argument("vm")
+    console.add_argument("--lines", type=int, default=40)
+
+    sub.add_parser("summary", help="one line per VM: its Soft-RoCE NIC as ibv_devinfo reports it, its fabric netdev")
+
+    inventory = sub.add_parser("inventory", help="write an Ansible inventory for the running lab and print its path")
+    inventory.add_argument("--stdout", action="store_true", help="print the hosts file instead of writing it")
+    inventory.add_argument("--committed", action="store_true", help=argparse.SUPPRESS)
+
+    down = sub.add_parser("down", help="stop the lab and remove what it made")
+    down.add_argument("--purge", action="store_true", help="also remove the state directory (SSH keys)")
+    return parser
+
+
+def parse_args(argv):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "up":
+            if not 1 <= args.vms <= MAX_VMS:
+                raise LabError("-n %d: the lab runs 1 to %d VMs" % (args.vms, MAX_VMS))
+            args.switch_mtu = validate_mtu(args.switch_mtu, "--switch-mtu")
+            args.port_mtus = parse_port_mtus(args.port_mtu, args.vms)
+            args.fabric_net = validate_fabric_subnet(args.fabric_subnet)
+            validate_base_port(args.ssh_base_port)
+            if not 256 <= args.memory <= 16384:
+                raise LabError("--memory %d: give each VM 256 to 16384 MiB" % args.memory)
+            if args.timeout < 10:
+                raise LabError("--timeout %d: give the VMs at least 10 s" % args.timeout)
+    except LabError as exc:
+        parser.error(str(exc))
+    args.state_dir = os.path.abspath(args.state_dir)
+    args.cache_dir = os.path.abspath(args.cache_dir)
+    return args
+
+
+def validate_base_port(base):
+    if not 1024 <= base <= 65535 - MAX_VMS:
+        raise LabError("--ssh-base-port %d: choose 1024 to %d" % (base, 65535 - MAX_VMS))
+
+
+# --------------------------------------------------------------------------- lab model (pure)
+
+
+def vm_names(count):
+    return ["vm%d" % i for i in range(1, count + 1)]
+
+
+def lab_id(state_dir):
+    """Short id that names the lab's namespace and taps; one per state directory."""
+    return hashlib.sha256(os.path.abspath(state_dir).encode()).hexdigest()[:6]
+
+
+def netns_name(lid):
+    return "rdmaops-lab-%s" % lid
+
+
+def tap_name(lid, index):
+    return "rl%sv%d" % (lid, index)  # 10 characters, inside IFNAMSIZ
+
+
+def plan_vm(lid, index, base_port, fabric_net, port_mtu):
+    fabric_ip = fabric_net.network_address + FABRIC_HOST_OFFSET + index
+    return {
+        "name": "vm%d" % index,
+        "index": index,
+        "ssh_port": base_port + index,
+        "tap": tap_name(lid, index),
+        "mgmt_mac": "52:54:00:12:00:%02x" % index,
+        "fabric_mac": "52:54:00:18:00:%02x" % (0x10 + index),
+        "fabric_address": "%s/%d" % (fabric_ip, fabric_net.prefixlen),
+        "port_mtu": port_mtu,
+    }
+
+
+def plan_lab(state_dir, count, base_port=DEFAULT_SSH_BASE_PORT, fabric_subnet=DEFAULT_FABRIC_SUBNET,
+             port_mtus=None, switch_mtu=DEFAULT_SWITCH_MTU):
+    lid = lab_id(state_dir)
+    net = validate_fabric_subnet(str(fabric_subnet))
+    port_mtus = port_mtus or {}
+    vms = {}
+    for index in range(1, count + 1):
+        name = "vm%d" % index
+        vms[name] = plan_vm(lid, index, base_port, net, port_mtus.get(name, switch_mtu))
+    return {"lab_id": lid, "netns": netns_name(lid), "bridge": BRIDGE, "switch_mtu": switch_mtu, "vms": vms}
+
+
+def vm_env(vm, instance):
+    values = [
+        ("RDMAOPS_LAB_HOSTNAME", vm["name"]),
+        ("RDMAOPS_LAB_INSTANCE", instance),
+        ("RDMAOPS_LAB_MGMT_MAC", vm["mgmt_mac"]),
+        ("RDMAOPS_LAB_MGMT_ADDRESS", MGMT_ADDRESS),
+        ("RDMAOPS_LAB_MGMT_GATEWAY", MGMT_GATEWAY),
+        ("RDMAOPS_LAB_FABRIC_MAC", vm["fabric_mac"]),
+        ("RDMAOPS_LAB_FABRIC_ADDRESS", vm["fabric_address"]),
+    ]
+    return "".join("%s=%s\n" % (key, shlex.quote(value)) for key, value in values)
+
+
+def machine_id(instance):
+    return hashlib.sha256(instance.encode()).hexdigest()[:32]
+
+
+def qemu_argv(vm, image_dir, vm_dir, memory, instance):
+    """The QEMU command line of one lab VM (software emulation, 1 vCPU)."""
+    # cryptomgr.notests: no crypto self-tests at boot, seconds of emulated CPU the lab has no use for
+    append = "root=/dev/vda rw console=ttyS0 loglevel=4 cryptomgr.notests systemd.machine_id=%s" % machine_id(instance)
+
+    def fw(name):
+        return "name=%s%s,file=%s" % (FWCFG_PREFIX, name, os.path.join(vm_dir, name))
+
+    return [
+        "qemu-system-x86_64",
+        "-name", "rdmaops-lab-%s,process=rdmaops-lab-%s" % (vm["name"], vm["name"]),
+        "-nodefaults", "-no-user-config",
+        # tb-size: with QEMU's default 1 GiB translation cache the boot after a warm reset
+        # (a reboot inside the VM) ran 3-4 times slower than a cold boot (120 s against 35 s)
+        "-machine", "pc", "-accel", "tcg,tb-size=256", "-cpu", "max", "-smp", "1", "-m", str(memory),
+        "-kernel", os.path.join(image_dir, "vmlinuz"),
+        "-initrd", os.path.join(image_dir, "initrd.img"),
+        "-append", append,
+        "-drive", "file=%s,if=none,id=disk,format=qcow2,cache=unsafe,discard=unmap" % os.path.join(vm_dir, "disk.qcow2"),
+        "-device", "virtio-blk-pci,drive=disk,addr=0x5",
+        "-netdev", "user,id=mgmt,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:%d-:22" % vm["ssh_port"],
+        "-device", "virtio-net-pci,netdev=mgmt,mac=%s,addr=0x3,romfile=" % vm["mgmt_mac"],
+        "-netdev", "tap,id=fabric,ifname=%s,script=no,downscript=no" % vm["tap"],
+        "-device", "virtio-net-pci,netdev=fabric,mac=%s,addr=0x4,romfile=" % vm["fabric_mac"],
+        "-object", "rng-random,id=rng,filename=/dev/urandom",
+        "-device", "virtio-rng-pci,rng=rng,addr=0x6",
+        "-fw_cfg", fw("vm.env"),
+        "-fw_cfg", fw("authorized_keys"),
+        "-fw_cfg", fw("ssh_host_ed25519_key"),
+        "-display", "none",
+        "-chardev", "file,id=console,path=%s,append=on" % os.path.join(vm_dir, "console.log"),
+        "-serial", "chardev:console",
+        "-pidfile", os.path.join(vm_dir, "qemu.pid"),
+        "-daemonize",
+    ]
+
+
+def yaml_str(value):
+    # JSON strings are valid YAML double-quoted scalars.
+    return json.dumps(value)
+
+
+def render_inventory(vms, state_dir=None):
+    """Ansible hosts file for the lab's VMs.
+
+    With ``state_dir`` the key and known_hosts paths are written out; without it they come
+    from the RDMAOPS_LAB_STATE environment variable when Ansible reads the file (that is the
+    committed inventories/lab/hosts.yml).
+    """
+    lines = []
+    if state_dir is None:
+        lines += [
+            "---",
+            "# The soft-RoCE lab (tests/lab): VMs reached over SSH on 127.0.0.1 with the lab's own key.",
+            "# `python3 tests/lab/lab.py up` boots the two VMs listed here. The key and known_hosts live",
+            "# in the lab's state directory: RDMAOPS_LAB_STATE, default %s. For another" % DEFAULT_STATE_DIR,
+            "# number of VMs or other ports use the inventory that `lab.py inventory` writes.",
+            "# Generated by `lab.py inventory --committed`; tests/unit/lab checks that they agree.",
+        ]
+        state_var = "{{ lab_state_dir }}"
+    else:
+        lines += [
+            "---",
+            "# Written by tests/lab/lab.py for the lab in %s (`lab.py inventory` rewrites it)." % state_dir,
+        ]
+        state_var = state_dir
+    lines += ["all:", "  vars:"]
+    if state_dir is None:
+        lines.append("    lab_state_dir: %s" % yaml_str(
+            "{{ lookup('ansible.builtin.env', 'RDMAOPS_LAB_STATE') | default('%s', true) }}" % DEFAULT_STATE_DIR))
+    ssh_args = "-o UserKnownHostsFile=%s/known_hosts -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes" % state_var
+    lines += [
+        "    ansible_host: 127.0.0.1",
+        "    ansible_user: root",
+        "    ansible_ssh_private_key_file: %s" % yaml_str("%s/%s" % (state_var, KEY_NAME)),
+        "    ansible_ssh_common_args: %s" % yaml_str(ssh_args),
+        "    ansible_ssh_retries: 3",
+        "    ansible_pipelining: true",
+        "    ansible_python_interpreter: /usr/bin/python3",
+        "  children:",
+        "    rdma_hosts:",
+        "      hosts:",
+    ]
+    for name in sorted(vms, key=lambda n: vms[n]["index"]):
+        vm = vms[name]
+        lines += [
+            "        %s:" % name,
+            "          ansible_port: %d" % vm["ssh_port"],
+            "          lab_fabric_address: %s" % vm["fabric_address"],
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def recipe_files(recipe_dir):
+    out = []
+    for root, dirs, files in os.walk(recipe_dir):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            out.append(os.path.join(root, name))
+    return out
+
+
+def read_packages(recipe_dir):
+    pkgs = []
+    with open(os.path.join(recipe_dir, "packages.txt"), encoding="utf-8") as handle:
+        for line in handle:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                pkgs.append(line)
+    return pkgs
+
+
+def recipe_hash(recipe_dir=IMAGE_RECIPE_DIR):
+    """Hash of everything that decides the image's content (not the mirror, not this CLI's other code)."""
+    digest = hashlib.sha256()
+    digest.update(("rdmaops-lab recipe %d %s %s\n" % (RECIPE_VERSION, SUITE, IMAGE_SIZE)).encode())
+    for path in recipe_files(recipe_dir):
+        rel = os.path.relpath(path, recipe_dir)
+        executable = os.stat(path).st_mode & 0o100
+        with open(path, "rb") as handle:
+            content = handle.read()
+        digest.update(("%s %s %s\n" % (rel, "x" if executable else "-", hashlib.sha256(content).hexdigest())).encode())
+    return digest.hexdigest()[:16]
+
+
+SUMMARY_PROBE = (
+    'hostname; dev=$(cat /sys/class/infiniband/rxe0/parent 2>/dev/null); echo "netdev $dev"; '
+    'echo "mtu $(cat /sys/class/net/$dev/mtu 2>/dev/null)"; ip -4 -o addr show dev "$dev" 2>/dev/null; '
+    'ibv_devinfo -d rxe0 2>&1'
+)
+
+
+def summarize_probe(name, text):
+    """One line from SUMMARY_PROBE's output (hostname, netdev, MTU, addresses, ibv_devinfo)."""
+    lines = text.splitlines()
+    if not lines:
+        return "%s: no answer" % name
+    info = {"host": lines[0].strip(), "netdev": "-", "mtu": "-", "ipv4": []}
+    for line in lines[1:]:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] in ("netdev", "mtu") and len(words) == 2:
+            info[words[0]] = words[1]
+        elif len(words) > 3 and words[2] == "inet":
+            info["ipv4"].append(words[3])
+        elif words[0] in ("port:", "state:", "active_mtu:", "link_layer:"):
+            info.setdefault(words[0][:-1], " ".join(words[1:]))
+    if "state" not in info:
+        return "%s (%s): no rxe0 (%s)" % (name, info["host"], lines[-1].strip())
+    return "%s (%s): rxe0 port %s %s %s, active_mtu %s; %s MTU %s, %s" % (
+        name, info["host"], info.get("port", "?"), info["state"], info.get("link_layer", "?"), info.get("active_mtu", "?"),
+        info["netdev"], info["mtu"], " ".join(info["ipv4"]) or "no IPv4")
+
+
+def port_in_use(port, host="127.0.0.1"):
+    """True when something listens on host:port (QEMU's host forwarding would fail to bind)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as QEMU does: TIME_WAIT is no conflict
+        sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            return True
+        raise
+    finally:
+        sock.close()
+    return False
+
+
+def ssh_banner(port, host="127.0.0.1", timeout=3.0):
+    """True when an SSH server answers on the port (QEMU accepts the connection before the guest does)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            return sock.recv(8).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- host helpers
+
+
+def run(argv, check=True, **kwargs):
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False, **kwargs)
+    if check and proc.returncode != 0:
+        raise LabError("%s failed (rc %d): %s" % (shlex.join(argv), proc.returncode, (proc.stderr or proc.stdout).strip()))
+    return proc
+
+
+def require_root():
+    if os.geteuid() != 0:
+        raise LabError("run as root: the lab makes a network namespace and tap devices")
+
+
+def require_tools(names):
+    missing = [name for name in names if shutil.which(name) is None]
+    if missing:
+        pkgs = sorted(set(HOST_TOOLS[name] for name in missing))
+        raise LabError("missing %s; install with: apt-get install %s" % (", ".join(missing), " ".join(pkgs)))
+    if "qemu-system-x86_64" in names and not os.path.exists("/dev/net/tun"):
+        raise LabError("/dev/net/tun is missing: load the tun module (modprobe tun)")
+
+
+@contextlib.contextmanager
+def flock(path):
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("waiting for another lab.py holding %s" % path)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def write_file(path, text, mode=0o644):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def tail(path, lines=30):
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()[-200000:]
+    except OSError:
+        return "(no %s)" % path
+    text = ANSI_ESCAPE.sub("", data.decode("utf-8", "replace").replace("\r", ""))
+    return "\n".join([line for line in text.splitlines() if line.strip()][-lines:])
+
+
+def pid_is_our_qemu(pid, marker):
+    """True when pid is a live QEMU whose command line names marker (a path in our state directory)."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            cmdline = handle.read().split(b"\0")
+    except (OSError, ValueError):
+        return False
+    return bool(cmdline) and b"qemu-system" in cmdline[0] and any(marker.encode() in arg for arg in cmdline)
+
+
+def find_our_qemus(state_dir):
+    """PIDs of QEMU processes started for this state directory (found by their disk path)."""
+    marker = os.path.join(state_dir, "vm")
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and pid_is_our_qemu(int(entry), marker):
+            pids.append(int(entry))
+    return sorted(pids)
+
+
+def read_pid(path):
+    try:
+        with open(path, encoding="ascii") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def netns_exists(name):
+    return os.path.exists(os.path.join("/run/netns", name))
+
+
+def link_exists(name, netns=None):
+    argv = ["ip"] + (["-n", netns] if netns else []) + ["link", "show", "dev", name]
+    return run(argv, check=False).returncode == 0
+
+
+def link_mtu(name, netns=None):
+    argv = ["ip", "-j"] + (["-n", netns] if netns else []) + ["link", "show", "dev", name]
+    proc = run(argv, check=False)
+    if proc.returncode != 0:
+        return None
+    try:
+        return json.loads(proc.stdout)[0]["mtu"]
+    except (ValueError, LookupError):
+        return None
+
+
+def who_listens(port):
+    if shutil.which("ss") is None:
+        return ""
+    proc = run(["ss", "-Hltnp", "sport = :%d" % port], check=False)
+    return proc.stdout.strip()
+
+
+# --------------------------------------------------------------------------- the lab
+
+
+class Lab:
+    def __init__(self, state_dir, cache_dir):
+        self.state_dir = state_dir
+        self.cache_dir = cache_dir
+        self.lab_id = lab_id(state_dir)
+        self.netns = netns_name(self.lab_id)
+        self.key = os.path.join(state_dir, KEY_NAME)
+        self.known_hosts = os.path.join(state_dir, "known_hosts")
+
+    # state -----------------------------------------------------------------
+    def state_path(self):
+        return os.path.join(self.state_dir, STATE_FILE)
+
+    def load(self):
+        try:
+            with open(self.state_path(), encoding="utf-8") as handle:
+                return json.load(handle)
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            raise LabError("%s is damaged (%s); `lab.py down` cleans up by name" % (self.state_path(), exc)) from None
+
+    def save(self, record):
+        write_file(self.state_path(), json.dumps(record, indent=2, sort_keys=True) + "\n", 0o600)
+
+    def vm_dir(self, name):
+        return os.path.join(self.state_dir, name)
+
+    def lock(self):
+        return flock(os.path.join(self.state_dir, ".lock"))
+
+    def alive(self, vm):
+        pid = vm.get("pid")
+        return bool(pid) and pid_is_our_qemu(pid, self.vm_dir(vm["name"]) + os.sep)
+
+    # ssh -------------------------------------------------------------------
+    def ssh_argv(self, port, connect_timeout=5):
+        return [
+            "ssh", "-F", "none", "-p", str(port), "-i", self.key,
+            "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+            "-o", "UserKnownHostsFile=%s" % self.known_hosts, "-o", "GlobalKnownHostsFile=/dev/null",
+            "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=%d" % connect_timeout,
+            "-o", "LogLevel=ERROR", "root@127.0.0.1",
+        ]
+
+    def probe(self, vm):
+        """(boot_id, has_rxe0) when the VM answers over SSH, else None."""
+        argv = self.ssh_argv(vm["ssh_port"]) + [
+            "cat /proc/sys/kernel/random/boot_id; test -e /sys/class/infiniband/rxe0 && echo rxe0 || echo no-rxe0"
+        ]
+        try:
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=20, check=False)
+        except subprocess.TimeoutExpired:
+            return None
+        words = proc.stdout.split()
+        if proc.returncode != 0 or len(words) != 2:
+            return None
+        return words[0], words[1] == "rxe0"
+
+    def ssh_output(self, vm, command, timeout=30):
+        proc = subprocess.run(self.ssh_argv(vm["ssh_port"]) + [command], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
+        return proc.stdout.strip()
+
+    # keys --------------------------------------------------------------------
+    def ensure_keys(self, vms):
+        if not os.path.exists(self.key):
+            run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rdmaops-lab-%s" % self.lab_id, "-f", self.key])
+        known = []
+        for vm in vms.values():
+            vdir = self.vm_dir(vm["name"])
+            os.makedirs(vdir, mode=0o700, exist_ok=True)
+            hostkey = os.path.join(vdir, "ssh_host_ed25519_key")
+            if not os.path.exists(hostkey):
+                run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "%s.rdmaops-lab" % vm["name"], "-f", hostkey])
+            with open(hostkey + ".pub", encoding="ascii") as handle:
+                keytype, blob = handle.read().split()[:2]
+            known.append("[127.0.0.1]:%d %s %s\n" % (vm["ssh_port"], keytype, blob))
+        # keep entries of VMs this call does not manage (a larger lab still running)
+        entries = {}
+        if os.path.exists(self.known_hosts):
+            with open(self.known_hosts, encoding="ascii") as handle:
+                for line in handle:
+                    if line.strip():
+                        entries[line.split()[0]] = line
+        for line in known:
+            entries[line.split()[0]] = line
+        write_file(self.known_hosts, "".join(entries[k] for k in sorted(entries)), 0o600)
+
+    # network -----------------------------------------------------------------
+    def ensure_fabric(self, switch_mtu):
+        if not netns_exists(self.netns):
+            run(["ip", "netns", "add", self.netns])
+        ns = ["ip", "-n", self.netns]
+        run(ns + ["link", "set", "lo", "up"])
+        # no IPv6 chatter (router solicitations, MLD) from the lab's own ports on the fabric
+        run(["ip", "netns", "exec", self.netns, "sh", "-c",
+             "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6"])
+        if not link_exists(BRIDGE, self.netns):
+            run(ns + ["link", "add", BRIDGE, "type", "bridge", "stp_state", "0"])
+        run(ns + ["link", "set", BRIDGE, "mtu", str(max(switch_mtu, MTU_MIN)), "up"])
+
+    def plug_tap(self, vm):
+        ns = ["ip", "-n", self.netns]
+        if link_exists(vm["tap"]) and not link_exists(vm["tap"], self.netns):
+            run(["ip", "link", "set", "dev", vm["tap"], "netns", self.netns])
+        run(ns + ["link", "set", "dev", vm["tap"], "mtu", str(vm["port_mtu"]), "master", BRIDGE, "up"])
+
+    def remove_tap(self, tap):
+        removed = False
+        for netns in (self.netns, None):
+            if (netns is None or netns_exists(netns)) and link_exists(tap, netns):
+                run(["ip"] + (["-n", netns] if netns else []) + ["link", "del", "dev", tap], check=False)
+                removed = True
+        return removed
+
+    # image -------------------------------------------------------------------
+    def image_dir(self, digest):
+        return os.path.join(self.cache_dir, "images", digest)
+
+    def cached_image(self, digest):
+        path = self.image_dir(digest)
+        if all(os.path.exists(os.path.join(path, f)) for f in ("disk.img", "vmlinuz", "initrd.img", "manifest.json")):
+            return path
+        return None
+
+    def ensure_image(self, mirror, force=False):
+        digest = recipe_hash()
+        with flock(os.path.join(self.cache_dir, ".build.lock")):
+            path = self.cached_image(digest)
+            if path and not force:
+                return path, False
+            require_tools(BUILD_TOOLS)
+            imagebuild.build_image(self.cache_dir, digest, mirror, IMAGE_RECIPE_DIR, read_packages(IMAGE_RECIPE_DIR),
+                                   SUITE, IMAGE_SIZE, RECIPE_VERSION, log)
+            return self.image_dir(digest), True
+
+    # up ----------------------------------------------------------------------
+    def up(self, args):
+        t_start = time.monotonic()
+        require_root()
+        require_tools(UP_TOOLS)
+        os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
+        with self.lock():
+            record = self.load() or {}
+            running = {name: vm for name, vm in record.get("vms", {}).items() if self.alive(vm)}
+            extra = sorted(set(running) - set(vm_names(args.vms)))
+            if extra:
+                raise LabError("the lab runs %s; ask for -n %d or run `lab.py down` first"
+                               % (", ".join(sorted(running)), len(running)))
+            if running and record.get("ssh_base_port") != args.ssh_base_port:
+                raise LabError("the running lab uses SSH ports from %d; run `lab.py down` to change them"
+                               % record["ssh_base_port"])
+            if running and record.get("fabric_subnet") != str(args.fabric_net):
+                raise LabError("the running lab uses fabric %s; run `lab.py down` to change it" % record["fabric_subnet"])
+
+            digest = recipe_hash()
+            if running and record.get("image_dir") and os.path.exists(record["image_dir"]):
+                image = record["image_dir"]
+                if os.path.basename(image) != digest:
+                    log("the running VMs use image %s; the recipe now gives %s (down + up to switch)"
+                        % (os.path.basename(image), digest))
+            else:
+                t0 = time.monotonic()
+                image, built = self.ensure_image(args.mirror)
+                log("image %s (%s, %.1f s)" % (image, "built" if built else "cached", time.monotonic() - t0))
+
+            plan = plan_lab(self.state_dir, args.vms, args.ssh_base_port, args.fabric_net,
+                            args.port_mtus, args.switch_mtu)
+            record.update({
+                "version": 1, "lab_id": self.lab_id, "state_dir": self.state_dir, "netns": self.netns,
+                "bridge": BRIDGE, "image_dir": image, "ssh_base_port": args.ssh_base_port,
+                "fabric_subnet": str(args.fabric_net), "switch_mtu": args.switch_mtu,
+            })
+            vms = record.setdefault("vms", {})
+            # forget VMs that are not running; keep the records of running ones
+            for name in list(vms):
+                if name not in running:
+                    self.cleanup_vm(vms.pop(name))
+            self.save(record)
+
+            # every port this call needs must be free before any VM starts
+            for name, want in plan["vms"].items():
+                if name not in running and port_in_use(want["ssh_port"]):
+                    holder = who_listens(want["ssh_port"])
+                    raise LabError("127.0.0.1:%d (SSH of %s) is already in use%s; free it or choose other ports with "
+                                   "--ssh-base-port / RDMAOPS_LAB_SSH_BASE_PORT" % (
+                                       want["ssh_port"], name, (" by: " + holder) if holder else ""))
+            self.ensure_keys(plan["vms"])
+            self.ensure_fabric(args.switch_mtu)
+            started = []
+            for name, want in plan["vms"].items():
+                if name in running:
+                    vm = vms[name]
+                    vm["port_mtu"] = want["port_mtu"]
+                    self.plug_tap(vm)
+                    log("%s running (pid %d), reused; switch port MTU %d" % (name, vm["pid"], vm["port_mtu"]))
+                    continue
+                vm = self.start_vm(want, image, args.memory)
+                vms[name] = vm
+                self.save(record)
+                started.append(name)
+            self.save(record)
+            self.write_inventory(record)
+
+            t_boot = time.monotonic()
+            self.wait_ready(record, list(plan["vms"]), args.timeout, t_boot)
+            for name, vm in vms.items():
+                ready = vm.pop("_ready", None)
+                if name in started and ready is not None:
+                    vm["ready_seconds"] = round(ready, 1)
+            self.save(record)
+            log("lab up: %d VM(s) in %.1f s (%s)" % (args.vms, time.monotonic() - t_start,
+                                                     "started %s" % ", ".join(started) if started else "all reused"))
+            self.print_table(record)
+            # inventories/lab finds the state directory through RDMAOPS_LAB_STATE, not --state-dir
+            default_inv = (args.ssh_base_port == DEFAULT_SSH_BASE_PORT and args.vms == DEFAULT_VMS
+                           and str(args.fabric_net) == DEFAULT_FABRIC_SUBNET
+                           and self.state_dir == os.path.abspath(os.environ.get("RDMAOPS_LAB_STATE") or DEFAULT_STATE_DIR))
+            if default_inv:
+                log("ansible: ansible-playbook -i inventories/lab playbooks/site.yml")
+            else:
+                log("ansible: ansible-playbook -i %s playbooks/site.yml" % self.inventory_dir())
+
+    def start_vm(self, want, image, memory):
+        """Boot a VM from a fresh overlay disk (its first boot: the image provisions it)."""
+        vm = dict(want)
+        name = vm["name"]
+        vdir = self.vm_dir(name)
+        # leftovers of a VM that died: its tap, its disk, its logs
+        self.remove_tap(vm["tap"])
+        self.remove_runtime_files(name)
+        vm["instance"] = "%s-%s-%s" % (self.lab_id, name, secrets.token_hex(4))
+        vm["memory"] = memory
+        write_file(os.path.join(vdir, "vm.env"), vm_env(vm, vm["instance"]), 0o600)
+        shutil.copyfile(self.key + ".pub", os.path.join(vdir, "authorized_keys"))
+        run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", os.path.join(image, "disk.img"),
+             os.path.join(vdir, "disk.qcow2")])
+        self.launch(vm, image)
+        log("%s started: pid %d, ssh 127.0.0.1:%d, fabric %s on %s (switch port MTU %d)" % (
+            name, vm["pid"], vm["ssh_port"], vm["fabric_address"], vm["tap"], vm["port_mtu"]))
+        return vm
+
+    def launch(self, vm, image):
+        """Start QEMU for vm on its existing disk and plug its tap into the lab's bridge."""
+        vdir = self.vm_dir(vm["name"])
+        tap = vm["tap"]
+        run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"])
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(vdir, "qemu.pid"))
+        argv = qemu_argv(vm, image, vdir, vm.get("memory", DEFAULT_MEMORY_MIB), vm["instance"])
+        qemu_log = os.path.join(vdir, "qemu.log")
+        with open(qemu_log, "a") as out:
+            out.write("--- %s %s\n" % (time.strftime("%Y-%m-%d %H:%M:%S"), shlex.join(argv)))
+            out.flush()
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False, timeout=120)
+        pid = read_pid(os.path.join(vdir, "qemu.pid"))
+        if proc.returncode != 0 or not pid:
+            self.remove_tap(tap)
+            raise LabError("QEMU did not start %s (rc %d):\n%s" % (vm["name"], proc.returncode, tail(qemu_log, 20)))
+        vm.update({"pid": pid, "started": time.time()})
+        self.plug_tap(vm)
+
+    def wait_ready(self, record, names, timeout, t0, old_boot_ids=None):
+        old_boot_ids = old_boot_ids or {}
+        pending = list(names)
+        rxe_missing_since = {}
+        deadline = t0 + timeout
+        next_note = time.monotonic() + 60
+        while pending:
+            for name in list(pending):
+                vm = record["vms"][name]
+                if not self.alive(vm):
+                    raise LabError("%s stopped (QEMU pid %s is gone). QEMU said:\n%s\nConsole (end):\n%s" % (
+                        name, vm.get("pid"), tail(os.path.join(self.vm_dir(name), "qemu.log"), 10),
+                        tail(os.path.join(self.vm_dir(name), "console.log"), 30)))
+                answer = self.probe(vm)
+                if answer is None or answer[0] == old_boot_ids.get(name):
+                    continue
+                boot_id, has_rxe = answer
+                if not has_rxe:
+                    first = rxe_missing_since.setdefault(name, time.monotonic())
+                    if time.monotonic() - first > 20:
+                        status = self.ssh_output(vm, "systemctl status --no-pager -l rdmaops-lab-rxe.service 2>&1 | tail -n 15")
+                        raise LabError("%s answers SSH but has no rxe0 (the image's Soft-RoCE unit):\n%s" % (name, status))
+                    continue
+                vm["boot_id"] = boot_id
+                vm["_ready"] = time.monotonic() - t0
+                log("%s answers SSH with rxe0 after %.1f s" % (name, vm["_ready"]))
+                pending.remove(name)
+            if pending and time.monotonic() > next_note:
+                next_note = time.monotonic() + 60
+                for name in pending:
+                    last = tail(os.path.join(self.vm_dir(name), "console.log"), 1).strip()
+                    log("%s still booting after %.0f s; console: %s" % (name, time.monotonic() - t0, last[-100:]))
+            if pending:
+                if time.monotonic() > deadline:
+                    details = "\n".join("--- %s console (end of %s):\n%s" % (
+                        name, os.path.join(self.vm_dir(name), "console.log"),
+                        tail(os.path.join(self.vm_dir(name), "console.log"), 25)) for name in pending)
+                    raise LabError("%s did not answer SSH within %d s\n%s" % (", ".join(pending), timeout, details))
+                time.sleep(2)
+
+    # down --------------------------------------------------------------------
+    def cleanup_vm(self, vm):
+        """Stop one VM (if it is ours and alive) and remove its tap and runtime files; keep its host key."""
+        name = vm["name"]
+        if vm.get("pid") and self.alive(vm):
+            stop_pid(vm["pid"])
+            log("%s stopped (pid %d)" % (name, vm["pid"]))
+        if self.remove_tap(vm["tap"]):
+            log("%s: tap %s removed" % (name, vm["tap"]))
+        self.remove_runtime_files(name)
+
+    def remove_runtime_files(self, name):
+        vdir = self.vm_dir(name)
+        for leftover in ("disk.qcow2", "console.log", "qemu.log", "qemu.pid", "vm.env", "authorized_keys"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(vdir, leftover))
+
+    def down(self, purge=False):
+        require_root()
+        t0 = time.monotonic()
+        if not os.path.isdir(self.state_dir):
+            leftovers = self.leftovers()
+            if not any(leftovers.values()):
+                log("lab is down (no state in %s)" % self.state_dir)
+                return
+        os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
+        with self.lock():
+            record = self.load() or {}
+            for vm in record.get("vms", {}).values():
+                self.cleanup_vm(vm)
+            # anything else by name: QEMU started for this state directory, our taps, our namespace
+            for pid in find_our_qemus(self.state_dir):
+                stop_pid(pid)
+                log("stopped unrecorded QEMU pid %d of this lab" % pid)
+            for index in range(1, MAX_VMS + 1):
+                if self.remove_tap(tap_name(self.lab_id, index)):
+                    log("tap %s removed" % tap_name(self.lab_id, index))
+                self.remove_runtime_files("vm%d" % index)
+            if netns_exists(self.netns):
+                run(["ip", "netns", "del", self.netns])
+                log("network namespace %s (bridge %s) removed" % (self.netns, BRIDGE))
+            for leftover in (self.state_path(), os.path.join(self.state_dir, "inventory", "hosts.yml"),
+                             os.path.join(self.state_dir, "inventory", "group_vars")):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(self.state_dir, "inventory"))
+        left = self.leftovers()
+        if any(left.values()):
+            raise LabError("down left %s" % left)
+        if purge:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        log("lab is down (%.1f s): no QEMU of this lab, no taps %s*, no namespace %s%s" % (
+            time.monotonic() - t0, tap_name(self.lab_id, 0)[:-1], self.netns,
+            "; state directory removed" if purge else "; keys kept in %s" % self.state_dir))
+
+    def leftovers(self):
+        taps = [tap_name(self.lab_id, i) for i in range(1, MAX_VMS + 1) if link_exists(tap_name(self.lab_id, i))]
+        return {"qemu_pids": find_our_qemus(self.state_dir), "netns": [self.netns] if netns_exists(self.netns) else [],
+                "taps": taps}
+
+    # status ------------------------------------------------------------------
+    def status(self):
+        record = self.load()
+        if not record or not record.get("vms"):
+            left = self.leftovers() if os.geteuid() == 0 else {}
+            return {"state": "down", "state_dir": self.state_dir, "leftovers": left, "vms": {}}
+        out = {"state": "up", "state_dir": self.state_dir, "netns": record["netns"], "bridge": record["bridge"],
+               "image": record.get("image_dir"), "vms": {}}
+        healthy = True
+        for name, vm in sorted(record["vms"].items(), key=lambda kv: kv[1]["index"]):
+            alive = self.alive(vm)
+            ssh = alive and ssh_banner(vm["ssh_port"])
+            port_mtu = link_mtu(vm["tap"], record["netns"]) if netns_exists(record["netns"]) else None
+            healthy = healthy and alive and ssh and port_mtu is not None
+            out["vms"][name] = {
+                "pid": vm.get("pid"), "running": alive, "ssh": ssh, "ssh_port": vm["ssh_port"],
+                "fabric_address": vm["fabric_address"], "tap": vm["tap"], "switch_port_mtu": port_mtu,
+                "console": os.path.join(self.vm_dir(name), "console.log"),
+            }
+        out["state"] = "up" if healthy else "degraded"
+        return out
+
+    def print_table(self, record):
+        st = self.status()
+        print("%-4s %-8s %-7s %-16s %-18s %-11s %s" % ("vm", "pid", "ssh", "ssh at", "fabric", "port MTU", "tap (netns %s)" % record["netns"]))
+        for name, vm in st["vms"].items():
+            print("%-4s %-8s %-7s %-16s %-18s %-11s %s" % (
+                name, vm["pid"] if vm["running"] else "-", "yes" if vm["ssh"] else "no",
+                "127.0.0.1:%d" % vm["ssh_port"], vm["fabric_address"], vm["switch_port_mtu"], vm["tap"]))
+
+    # inventory ---------------------------------------------------------------
+    def inventory_dir(self):
+        return os.path.join(self.state_dir, "inventory")
+
+    def write_inventory(self, record):
+        inv = self.inventory_dir()
+        os.makedirs(inv, mode=0o700, exist_ok=True)
+        write_file(os.path.join(inv, "hosts.yml"), render_inventory(record["vms"], self.state_dir), 0o600)
+        link = os.path.join(inv, "group_vars")
+        target = os.path.join(LAB_INVENTORY_DIR, "group_vars")
+        if os.path.islink(link) and os.readlink(link) != target:
+            os.unlink(link)
+        if not os.path.lexists(link):
+            os.symlink(target, link)
+        return inv
+
+    # reboot ------------------------------------------------------------------
+    def reboot(self, name, timeout):
+        """Reboot the guest (systemctl reboot: QEMU's warm reset) and wait for the new boot."""
+        record = self.load()
+        vm = (record or {}).get("vms", {}).get(name)
+        if not vm or not self.alive(vm):
+            raise LabError("%s is not running (lab.py status)" % name)
+        answer = self.probe(vm)
+        if answer is None:
+            raise LabError("%s does not answer SSH; not rebooting it" % name)
+        t0 = time.monotonic()
+        subprocess.run(self.ssh_argv(vm["ssh_port"]) + ["systemctl reboot"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30, check=False)
+        self.wait_ready(record, [name], timeout, t0, old_boot_ids={name: answer[0]})
+        vm.pop("_ready", None)
+        with self.lock():
+            self.save(record)
+        log("%s rebooted in %.1f s" % (name, time.monotonic() - t0))
+
+
+def stop_pid(pid, grace=10.0):
+    """SIGTERM, then SIGKILL after grace seconds. The VM's disk is a throw-away overlay."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not os.path.exists("/proc/%d" % pid):
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def main(argv=None):
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except LabError as exc:
+        print("lab: error: %s" % exc, file=sys.stderr)
+        return 2
+    lab = Lab(args.state_dir, args.cache_dir)
+    try:
+        if args.command == "build":
+            require_root()
+            t0 = time.monotonic()
+            path, built = lab.ensure_image(args.mirror, force=args.force)
+            log("image %s %s (%.1f s)" % (path, "built" if built else "cached, recipe unchanged", time.monotonic() - t0))
+            return 0
+        if args.command == "up":
+            lab.up(args)
+            return 0
+        if args.command == "down":
+            lab.down(purge=args.purge)
+            return 0
+        if args.command == "status":
+            st = lab.status()
+            if args.json:
+                print(json.dumps(st, indent=2, sort_keys=True))
+            elif st["state"] == "down":
+                left = {k: v for k, v in st.get("leftovers", {}).items() if v}
+                print("lab is down%s" % (" but these are left: %s (lab.py down)" % left if left else ""))
+            else:
+                print("lab %s (state %s, image %s)" % (st["state"], st["state_dir"], st["image"]))
+                lab.print_table(lab.load())
+            return {"up": 0, "degraded": 1, "down": 3}[st["state"]]
+        record = lab.load()
+        if args.command == "summary":
+            if not record or not record.get("vms"):
+                raise LabError("the lab is down (lab.py up)")
+            for name, vm in sorted(record["vms"].items(), key=lambda kv: kv[1]["index"]):
+                print(summarize_probe(name, lab.ssh_output(vm, SUMMARY_PROBE)))
+            return 0
+        if args.command == "inventory":
+            if not record or not record.get("vms"):
+                if args.committed:
+                    print(render_inventory(plan_lab(DEFAULT_STATE_DIR, DEFAULT_VMS)["vms"]), end="")
+                    return 0
+                raise LabError("the lab is down (lab.py up)")
+            if args.committed:
+                print(render_inventory(plan_lab(DEFAULT_STATE_DIR, DEFAULT_VMS)["vms"]), end="")
+            elif args.stdout:
+                print(render_inventory(record["vms"], lab.state_dir), end="")
+            else:
+                print(lab.write_inventory(record))
+            return 0
+        vm = (record or {}).get("vms", {}).get(getattr(args, "vm", None))
+        if vm is None:
+            raise LabError("no VM %r in the lab (%s)" % (args.vm, ", ".join(sorted((record or {}).get("vms", {}))) or "lab is down"))
+        if args.command == "ssh":
+            cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+            argv = lab.ssh_argv(vm["ssh_port"]) + ([" ".join(cmd)] if cmd else [])
+            if not cmd:
+                argv.insert(1, "-t")
+            os.execvp("ssh", argv)
+        if args.command == "console":
+            print(tail(os.path.join(lab.vm_dir(args.vm), "console.log"), args.lines))
+            return 0
+        if args.command == "reboot":
+            require_root()
+            lab.reboot(args.vm, args.timeout)
+            return 0
+    except (LabError, imagebuild.BuildError) as exc:
+        print("lab: error: %s" % exc, file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        print("lab: interrupted (lab.py down cleans up)", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
