@@ -722,6 +722,8 @@ def gather_status(host, runner, params, stack):
         params.get("stack_changed", False), can_restart)
 
     problems, warnings = [], []
+    inbox_missing = [name for name in wants["inbox_packages"] if name not in packages]
+    doca_named = doca_named_packages(packages)
     registered_dkms = set(entry["module"] for entry in dkms_entries)
     kernels_to_build = []
     if target in OFED_FLAVORS:
@@ -769,9 +771,8 @@ def gather_status(host, runner, params, stack):
     else:
         if stack.get("flavor") in OFED_FLAVORS:
             problems.append("%s %s is still installed" % (stack.get("flavor"), stack.get("version")))
-        missing = [name for name in wants["inbox_packages"] if name not in packages]
-        if missing:
-            problems.append("inbox packages are not installed: %s" % ", ".join(missing))
+        if inbox_missing:
+            problems.append("inbox packages are not installed: %s" % ", ".join(inbox_missing))
     if activation == "pending":
         warnings.append(activation_reason)
 
@@ -786,11 +787,11 @@ def gather_status(host, runner, params, stack):
         package_family=family,
         packages=dict(
             doca_profile=dict(name=wants["doca_profile"], version=packages.get(wants["doca_profile"])),
-            doca_named=doca_named_packages(packages),
-            inbox_missing=[name for name in wants["inbox_packages"] if name not in packages],
+            doca_named=doca_named,
+            inbox_missing=inbox_missing,
         ),
         removal=dict(
-            packages=doca_named_packages(packages),
+            packages=doca_named,
             uninstall_script=UNINSTALL_SCRIPT if host.exists(UNINSTALL_SCRIPT) else None,
         ),
         mellanox_nic=mellanox,
