@@ -148,13 +148,17 @@ class LinkMtu:
             if route and isinstance(route[0], dict):
                 state["client_route"] = route[0].get("dev")
                 add(route[0].get("dev"), "carries the route back to the SSH client %s" % client)
-        for family in (["ip", "-j", "route", "show", "default"], ["ip", "-j", "-6", "route", "show", "default"]):
-            for route in self._ip_json(family):
+        for family, argv in (("IPv4", ["ip", "-j", "route", "show", "default"]),
+                             ("IPv6", ["ip", "-j", "-6", "route", "show", "default"])):
+            for route in self._ip_json(argv):
                 devs = [route.get("dev")] + [hop.get("dev") for hop in route.get("nexthops") or []]
                 for dev in devs:
                     if dev:
                         state["default_routes"].append("%s via %s dev %s" % (route.get("dst"), route.get("gateway"), dev))
-                        add(dev, "carries a default route")
+                        why = "carries an %s default route" % family
+                        # one reason per family, however many default routes (metrics, tables) use it
+                        if why not in reasons.get(dev, []):
+                            add(dev, why)
         for name in self.params.get("management_interfaces") or []:
             add(name, "named in management_interfaces")
         protected = {}

@@ -208,7 +208,7 @@ management:
       made after such a change.
   returned: always
   type: dict
-  sample: {interfaces: {ens3: ["holds 10.0.2.15, the address this SSH connection came in on", "carries a default route"]},
+  sample: {interfaces: {ens3: ["holds 10.0.2.15, the address this SSH connection came in on", "carries an IPv4 default route"]},
            protected: [ens3], change: false, retest: []}
 """
 

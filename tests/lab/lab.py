@@ -57,6 +57,11 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_SSH_BASE_PORT = 2220  # vm1 answers on 2221, vm2 on 2222 ...
 DEFAULT_VMS = 2
 MAX_VMS = 4
+# What configures each VM's fabric NIC (written at its first boot): the collection must find
+# the MTU's place in each. vm1 and vm2 (the default lab) cover ifupdown and systemd-networkd;
+# vm3 netplan (rendering to networkd).
+FABRIC_NETCONFS = ("ifupdown", "networkd", "netplan")
+DEFAULT_FABRIC_NETCONF = {"vm1": "ifupdown", "vm2": "networkd", "vm3": "netplan", "vm4": "ifupdown"}
 DEFAULT_MEMORY_MIB = 1024
 DEFAULT_TIMEOUT = 600  # generous: on a busy 2-core host a boot under emulation can take minutes
 DEFAULT_SWITCH_MTU = 9216
@@ -111,8 +116,8 @@ def env_int(name, default):
         raise LabError("%s=%r is not an integer" % (name, value)) from None
 
 
-def parse_port_mtus(values, vm_count):
-    """Parse ``--port-mtu`` values (``vm2=1500``, repeatable or comma separated)."""
+def parse_vm_values(option, values, vm_count, convert, usage):
+    """``{vm: convert(value)}`` from ``VM=VALUE`` items (repeatable or comma separated)."""
     result = {}
     names = vm_names(vm_count)
     for value in values or []:
@@ -120,14 +125,32 @@ def parse_port_mtus(values, vm_count):
             item = item.strip()
             if not item:
                 continue
-            name, sep, mtu = item.partition("=")
+            name, sep, raw = item.partition("=")
             name = name.strip()
             if not sep:
-                raise LabError("--port-mtu %r: write VM=MTU, for example vm2=1500" % item)
+                raise LabError("%s %r: write %s" % (option, item, usage))
             if name not in names:
-                raise LabError("--port-mtu %r: no VM %r in a lab of %d VMs (%s)" % (item, name, vm_count, ", ".join(names)))
-            result[name] = validate_mtu(mtu.strip(), "--port-mtu %s" % name)
+                raise LabError("%s %r: no VM %r in a lab of %d VMs (%s)" % (option, item, name, vm_count, ", ".join(names)))
+            result[name] = convert(name, raw.strip(), item)
     return result
+
+
+def parse_port_mtus(values, vm_count):
+    """Parse ``--port-mtu`` values (``vm2=1500``)."""
+    return parse_vm_values("--port-mtu", values, vm_count, lambda name, raw, _item: validate_mtu(raw, "--port-mtu %s" % name),
+                           "VM=MTU, for example vm2=1500")
+
+
+def parse_fabric_netconfs(values, vm_count):
+    """Parse ``--fabric-netconf`` values (``vm2=netplan``); unnamed VMs keep DEFAULT_FABRIC_NETCONF."""
+    usage = "VM=KIND with KIND one of %s, for example vm2=netplan" % ", ".join(FABRIC_NETCONFS)
+
+    def kind(_name, raw, item):
+        if raw not in FABRIC_NETCONFS:
+            raise LabError("--fabric-netconf %r: write %s" % (item, usage))
+        return raw
+
+    return parse_vm_values("--fabric-netconf", values, vm_count, kind, usage)
 
 
 def validate_mtu(value, what):
@@ -179,6 +202,9 @@ def build_parser():
     up.add_argument("-n", "--vms", type=int, default=DEFAULT_VMS, help="number of VMs, 1 to %d (default %%(default)s)" % MAX_VMS)
     up.add_argument("--port-mtu", action="append", default=[], metavar="VM=MTU",
                     help="MTU of one VM's switch port, e.g. vm2=1500 (repeatable; others get --switch-mtu)")
+    up.add_argument("--fabric-netconf", action="append", default=[], metavar="VM=KIND",
+                    help="what configures a VM's fabric NIC: %s (repeatable; default %s)" % (
+                        ", ".join(FABRIC_NETCONFS), ", ".join("%s=%s" % kv for kv in sorted(DEFAULT_FABRIC_NETCONF.items()))))
     up.add_argument("--switch-mtu", default=DEFAULT_SWITCH_MTU, help="MTU of every other switch port (default %(default)s)")
     up.add_argument("--ssh-base-port", type=int, default=env_int("RDMAOPS_LAB_SSH_BASE_PORT", DEFAULT_SSH_BASE_PORT),
                     help="vmN answers SSH on 127.0.0.1:BASE+N (env RDMAOPS_LAB_SSH_BASE_PORT, default %(default)s)")
@@ -223,6 +249,7 @@ def parse_args(argv):
                 raise LabError("-n %d: the lab runs 1 to %d VMs" % (args.vms, MAX_VMS))
             args.switch_mtu = validate_mtu(args.switch_mtu, "--switch-mtu")
             args.port_mtus = parse_port_mtus(args.port_mtu, args.vms)
+            args.fabric_netconfs = parse_fabric_netconfs(args.fabric_netconf, args.vms)
             args.fabric_net = validate_fabric_subnet(args.fabric_subnet)
             validate_base_port(args.ssh_base_port)
             if not 256 <= args.memory <= 16384:
@@ -261,7 +288,7 @@ def tap_name(lid, index):
     return "rl%sv%d" % (lid, index)  # 10 characters, inside IFNAMSIZ
 
 
-def plan_vm(lid, index, base_port, fabric_net, port_mtu):
+def plan_vm(lid, index, base_port, fabric_net, port_mtu, fabric_netconf="ifupdown"):
     fabric_ip = fabric_net.network_address + FABRIC_HOST_OFFSET + index
     return {
         "name": "vm%d" % index,
@@ -272,18 +299,20 @@ def plan_vm(lid, index, base_port, fabric_net, port_mtu):
         "fabric_mac": "52:54:00:18:00:%02x" % (0x10 + index),
         "fabric_address": "%s/%d" % (fabric_ip, fabric_net.prefixlen),
         "port_mtu": port_mtu,
+        "fabric_netconf": fabric_netconf,
     }
 
 
 def plan_lab(state_dir, count, base_port=DEFAULT_SSH_BASE_PORT, fabric_subnet=DEFAULT_FABRIC_SUBNET,
-             port_mtus=None, switch_mtu=DEFAULT_SWITCH_MTU):
+             port_mtus=None, switch_mtu=DEFAULT_SWITCH_MTU, fabric_netconfs=None):
     lid = lab_id(state_dir)
     net = validate_fabric_subnet(str(fabric_subnet))
     port_mtus = port_mtus or {}
+    netconfs = dict(DEFAULT_FABRIC_NETCONF, **(fabric_netconfs or {}))
     vms = {}
     for index in range(1, count + 1):
         name = "vm%d" % index
-        vms[name] = plan_vm(lid, index, base_port, net, port_mtus.get(name, switch_mtu))
+        vms[name] = plan_vm(lid, index, base_port, net, port_mtus.get(name, switch_mtu), netconfs[name])
     return {"lab_id": lid, "netns": netns_name(lid), "bridge": BRIDGE, "switch_mtu": switch_mtu, "vms": vms}
 
 
@@ -296,6 +325,7 @@ def vm_env(vm, instance):
         ("RDMAOPS_LAB_MGMT_GATEWAY", MGMT_GATEWAY),
         ("RDMAOPS_LAB_FABRIC_MAC", vm["fabric_mac"]),
         ("RDMAOPS_LAB_FABRIC_ADDRESS", vm["fabric_address"]),
+        ("RDMAOPS_LAB_FABRIC_NETCONF", vm.get("fabric_netconf", "ifupdown")),
     ]
     return "".join("%s=%s\n" % (key, shlex.quote(value)) for key, value in values)
 
@@ -374,12 +404,18 @@ def render_inventory(vms, state_dir=None):
     if state_dir is None:
         lines.append("    lab_state_dir: %s" % yaml_str(
             "{{ lookup('ansible.builtin.env', 'RDMAOPS_LAB_STATE') | default('%s', true) }}" % DEFAULT_STATE_DIR))
-    ssh_args = "-o UserKnownHostsFile=%s/known_hosts -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes" % state_var
+    ssh_options = [
+        "-o UserKnownHostsFile=%s/known_hosts -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes" % state_var,
+        # a command that was running while its VM rebooted would otherwise wait forever (QEMU's
+        # user network keeps the host end of the dead TCP connection open)
+        "-o ServerAliveInterval=5 -o ServerAliveCountMax=3",
+    ]
     lines += [
         "    ansible_host: 127.0.0.1",
         "    ansible_user: root",
         "    ansible_ssh_private_key_file: %s" % yaml_str("%s/%s" % (state_var, KEY_NAME)),
-        "    ansible_ssh_common_args: %s" % yaml_str(ssh_args),
+        "    ansible_ssh_common_args: >-",
+    ] + ["      %s" % options for options in ssh_options] + [
         "    ansible_ssh_retries: 3",
         "    ansible_pipelining: true",
         "    ansible_python_interpreter: /usr/bin/python3",
@@ -393,6 +429,7 @@ def render_inventory(vms, state_dir=None):
             "        %s:" % name,
             "          ansible_port: %d" % vm["ssh_port"],
             "          lab_fabric_address: %s" % vm["fabric_address"],
+            "          lab_fabric_netconf: %s" % vm.get("fabric_netconf", "ifupdown"),
         ]
     return "\n".join(lines) + "\n"
 
@@ -752,6 +789,12 @@ class Lab:
                                % record["ssh_base_port"])
             if running and record.get("fabric_subnet") != str(args.fabric_net):
                 raise LabError("the running lab uses fabric %s; run `lab.py down` to change it" % record["fabric_subnet"])
+            wanted_netconfs = dict(DEFAULT_FABRIC_NETCONF, **args.fabric_netconfs)
+            for name, vm in sorted(running.items()):
+                has = vm.get("fabric_netconf", "ifupdown")
+                if has != wanted_netconfs[name]:
+                    raise LabError("%s runs with its fabric NIC configured by %s (chosen at its first boot), not %s; "
+                                   "run `lab.py down` first to change it" % (name, has, wanted_netconfs[name]))
 
             digest = recipe_hash()
             if running and record.get("image_dir") and os.path.exists(record["image_dir"]):
@@ -765,7 +808,7 @@ class Lab:
                 log("image %s (%s, %.1f s)" % (image, "built" if built else "cached", time.monotonic() - t0))
 
             plan = plan_lab(self.state_dir, args.vms, args.ssh_base_port, args.fabric_net,
-                            args.port_mtus, args.switch_mtu)
+                            args.port_mtus, args.switch_mtu, args.fabric_netconfs)
             record.update({
                 "version": 1, "lab_id": self.lab_id, "state_dir": self.state_dir, "netns": self.netns,
                 "bridge": BRIDGE, "image_dir": image, "ssh_base_port": args.ssh_base_port,
@@ -836,8 +879,8 @@ class Lab:
         run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", os.path.join(image, "disk.img"),
              os.path.join(vdir, "disk.qcow2")])
         self.launch(vm, image)
-        log("%s started: pid %d, ssh 127.0.0.1:%d, fabric %s on %s (switch port MTU %d)" % (
-            name, vm["pid"], vm["ssh_port"], vm["fabric_address"], vm["tap"], vm["port_mtu"]))
+        log("%s started: pid %d, ssh 127.0.0.1:%d, fabric %s on %s (switch port MTU %d, configured by %s)" % (
+            name, vm["pid"], vm["ssh_port"], vm["fabric_address"], vm["tap"], vm["port_mtu"], vm["fabric_netconf"]))
         return vm
 
     def launch(self, vm, image):
@@ -978,6 +1021,7 @@ class Lab:
             out["vms"][name] = {
                 "pid": vm.get("pid"), "running": alive, "ssh": ssh, "ssh_port": vm["ssh_port"],
                 "fabric_address": vm["fabric_address"], "tap": vm["tap"], "switch_port_mtu": port_mtu,
+                "fabric_netconf": vm.get("fabric_netconf", "ifupdown"),
                 "console": os.path.join(self.vm_dir(name), "console.log"),
             }
         out["state"] = "up" if healthy else "degraded"
@@ -985,11 +1029,12 @@ class Lab:
 
     def print_table(self, record):
         st = self.status()
-        print("%-4s %-8s %-7s %-16s %-18s %-11s %s" % ("vm", "pid", "ssh", "ssh at", "fabric", "port MTU", "tap (netns %s)" % record["netns"]))
+        row = "%-4s %-8s %-7s %-16s %-18s %-9s %-11s %s"
+        print(row % ("vm", "pid", "ssh", "ssh at", "fabric", "by", "port MTU", "tap (netns %s)" % record["netns"]))
         for name, vm in st["vms"].items():
-            print("%-4s %-8s %-7s %-16s %-18s %-11s %s" % (
+            print(row % (
                 name, vm["pid"] if vm["running"] else "-", "yes" if vm["ssh"] else "no",
-                "127.0.0.1:%d" % vm["ssh_port"], vm["fabric_address"], vm["switch_port_mtu"], vm["tap"]))
+                "127.0.0.1:%d" % vm["ssh_port"], vm["fabric_address"], vm["fabric_netconf"], vm["switch_port_mtu"], vm["tap"]))
 
     # inventory ---------------------------------------------------------------
     def inventory_dir(self):

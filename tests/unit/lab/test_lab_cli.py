@@ -93,9 +93,22 @@ def test_port_mtu_per_vm_repeatable_and_comma_separated():
     assert args.port_mtus == {"vm2": 1500, "vm3": 9000, "vm4": 1280}
 
 
+def test_fabric_netconf_defaults_and_overrides():
+    # the default lab covers ifupdown and networkd; vm3 brings netplan
+    vms = lab.plan_lab("/x", 4)["vms"]
+    assert [vm["fabric_netconf"] for vm in vms.values()] == ["ifupdown", "networkd", "netplan", "ifupdown"]
+    args = lab.parse_args(["up", "-n", "3", "--fabric-netconf", "vm1=netplan,vm3=networkd", "--fabric-netconf", "vm2=ifupdown"])
+    assert args.fabric_netconfs == {"vm1": "netplan", "vm2": "ifupdown", "vm3": "networkd"}
+    vms = lab.plan_lab("/x", 3, fabric_netconfs=args.fabric_netconfs)["vms"]
+    assert [vm["fabric_netconf"] for vm in vms.values()] == ["netplan", "ifupdown", "networkd"]
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
+        (["up", "--fabric-netconf", "vm2=nm"], "KIND one of ifupdown, networkd, netplan"),
+        (["up", "--fabric-netconf", "vm2"], "write VM=KIND"),
+        (["up", "--fabric-netconf", "vm3=netplan"], "no VM 'vm3' in a lab of 2 VMs"),
         (["up", "-n", "5"], "1 to 4 VMs"),
         (["up", "-n", "0"], "1 to 4 VMs"),
         (["up", "--port-mtu", "vm3=1500"], "no VM 'vm3' in a lab of 2 VMs"),
@@ -168,10 +181,10 @@ def test_vm_env_is_shell_sourceable(tmp_path):
     env.write_text(lab.vm_env(vm, "abc123-vm2-deadbeef"))
     out = subprocess.run(
         ["sh", "-c", '. "$1"; echo "$RDMAOPS_LAB_HOSTNAME|$RDMAOPS_LAB_FABRIC_ADDRESS|$RDMAOPS_LAB_FABRIC_MAC|'
-         '$RDMAOPS_LAB_MGMT_ADDRESS|$RDMAOPS_LAB_INSTANCE"', "sh", str(env)],
+         '$RDMAOPS_LAB_MGMT_ADDRESS|$RDMAOPS_LAB_INSTANCE|$RDMAOPS_LAB_FABRIC_NETCONF"', "sh", str(env)],
         capture_output=True, text=True, check=True,
     ).stdout.strip()
-    assert out == "vm2|198.18.0.12/24|52:54:00:18:00:12|10.0.2.15/24|abc123-vm2-deadbeef"
+    assert out == "vm2|198.18.0.12/24|52:54:00:18:00:12|10.0.2.15/24|abc123-vm2-deadbeef|networkd"
 
 
 def test_qemu_command_line():
@@ -315,10 +328,13 @@ def test_rendered_inventory_for_a_state_directory(tmp_path):
     hosts = data["all"]["children"]["rdma_hosts"]["hosts"]
     assert {h: v["ansible_port"] for h, v in hosts.items()} == {"vm1": 4001, "vm2": 4002, "vm3": 4003}
     assert hosts["vm3"]["lab_fabric_address"] == "198.18.0.13/24"
+    assert {h: v["lab_fabric_netconf"] for h, v in hosts.items()} == {"vm1": "ifupdown", "vm2": "networkd", "vm3": "netplan"}
     variables = data["all"]["vars"]
     assert variables["ansible_ssh_private_key_file"] == state + "/id_ed25519"
     assert "UserKnownHostsFile=%s/known_hosts" % state in variables["ansible_ssh_common_args"]
     assert "StrictHostKeyChecking=yes" in variables["ansible_ssh_common_args"]
+    # without it, a task that was running while its VM rebooted would hang (ansible.builtin.reboot)
+    assert variables["ansible_ssh_common_args"].endswith("-o ServerAliveInterval=5 -o ServerAliveCountMax=3")
     assert (variables["ansible_host"], variables["ansible_user"], variables["ansible_pipelining"]) == ("127.0.0.1", "root", True)
 
 

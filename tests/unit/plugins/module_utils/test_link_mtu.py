@@ -141,7 +141,7 @@ def test_management_interface_is_refused_before_anything_changes(lab):
     msg = str(err.value)
     assert msg.startswith("refusing to change the MTU of ens3: it is on the path that carries the Ansible connection")
     assert "holds 10.0.2.15, the address this SSH connection came in on" in msg
-    assert "carries a default route" in msg and "allow_management_change: true" in msg
+    assert "carries an IPv4 default route" in msg and "allow_management_change: true" in msg
     assert err.value.details["management"]["change"] is True
     assert snapshot(lab) == before and sets(lab) == []
     # check mode refuses the same way
@@ -152,7 +152,17 @@ def test_management_interface_is_refused_before_anything_changes(lab):
 def test_default_route_alone_protects_an_interface(lab):
     with pytest.raises(MtuError) as err:
         run(lab, interface="ens3", mtu=9000, environ={})
-    assert "ens3 carries a default route" in str(err.value)
+    assert "ens3 carries an IPv4 default route" in str(err.value)
+
+
+def test_each_default_route_family_is_named_once(lab):
+    # as on the lab VMs: an IPv4 default route and an IPv6 one learnt from a router advertisement,
+    # plus a second IPv4 default route with another metric
+    lab.default_routes += [("inet6", "fe80::2", "ens3"), ("inet", "10.0.2.3", "ens3")]
+    with pytest.raises(MtuError) as err:
+        run(lab, interface="ens3", mtu=9000, environ={})
+    reasons = err.value.details["management"]["interfaces"]["ens3"]
+    assert reasons == ["carries an IPv4 default route", "carries an IPv6 default route"]
 
 
 def test_named_management_interfaces_are_protected_too(lab):
@@ -293,7 +303,7 @@ def test_vlan_over_a_management_bond_is_refused(bonded):
         run(bonded, interface="bond0.100", mtu=9000, environ={})
     msg = str(err.value)
     assert "refusing to change the MTU of bond0, ens1f0np0, ens1f1np1" in msg
-    assert "ens1f0np0 is below bond0, which carries a default route" in msg
+    assert "ens1f0np0 is below bond0, which carries an IPv4 default route" in msg
     assert sets(bonded) == []
 
 
@@ -556,7 +566,7 @@ def test_netplan_wins_over_the_networkd_file_it_rendered(netplan):
 def test_the_management_refusal_comes_before_any_configuration_question(tmp_path):
     host = LinkHost(tmp_path).link("eth0", addrs=["10.88.0.10/16"]).materialize()
     host.default_routes = [("inet", "10.88.0.1", "eth0")]
-    with pytest.raises(MtuError, match="^refusing to change the MTU of eth0: .*eth0 carries a default route"):
+    with pytest.raises(MtuError, match="^refusing to change the MTU of eth0: .*eth0 carries an IPv4 default route"):
         run(host, interface="eth0", mtu=9000, environ={})
 
 
