@@ -21,6 +21,16 @@ MARKER_BEGIN = "# BEGIN rdmaops.roce %s"
 MARKER_END = "# END rdmaops.roce %s"
 
 
+def read_text(host, host_path):
+    """A whole text file exactly as it is on disk (unlike HostRoot.read, the trailing newline
+    is kept), or None when it does not exist or cannot be read."""
+    try:
+        with open(host.path(host_path), "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except (IOError, OSError):
+        return None
+
+
 def write_atomic(host, host_path, content, mode=0o644, makedirs=False):
     """Write ``content`` (text) to ``host_path`` under ``host`` if it differs.
 

@@ -51,21 +51,22 @@ def parse_cmdline(text):
 
 
 def parse_lspci_acs(text):
-    """``{bdf: {"name", "acs_ctl" (flag -> bool) or None, "access_denied"}}`` from ``lspci -D -vvv``."""
+    """``{bdf: {"name", "acs_cap"/"acs_ctl" (flag -> bool) or None, "access_denied"}}`` from ``lspci -D -vvv``."""
     devices = {}
     current = None
     for line in (text or "").splitlines():
         match = _LSPCI_HEADER.match(line)
         if match:
             current = match.group(1).lower()
-            devices[current] = dict(name=match.group(2).strip(), acs_ctl=None, access_denied=False)
+            devices[current] = dict(name=match.group(2).strip(), acs_cap=None, acs_ctl=None, access_denied=False)
             continue
         if current is None:
             continue
         stripped = line.strip()
-        if stripped.startswith("ACSCtl:"):
-            devices[current]["acs_ctl"] = dict((flag, sign == "+") for flag, sign in _ACS_FLAG.findall(stripped[len("ACSCtl:"):]))
-        elif "<access denied>" in stripped:
+        for label, key in (("ACSCap:", "acs_cap"), ("ACSCtl:", "acs_ctl")):
+            if stripped.startswith(label):
+                devices[current][key] = dict((flag, sign == "+") for flag, sign in _ACS_FLAG.findall(stripped[len(label):]))
+        if "<access denied>" in stripped:
             devices[current]["access_denied"] = True
     return devices
 
@@ -77,9 +78,12 @@ class GpuDirectReport:
         self.host = host
         self.runner = runner
         self.use_lspci = use_lspci
+        # kept for gpudirect_config, which acts on what this read found
+        self.endpoints = ([], [])
+        self.lspci_devices = {}
 
     def gather(self):
-        gpus, nics = self._endpoints()
+        gpus, nics = self.endpoints = self._endpoints()
         iommu = self._iommu(gpus + nics)
         acs = self._acs(gpus, nics)
         peermem = self._peermem()
@@ -181,7 +185,7 @@ class GpuDirectReport:
         if answer.rc != 0:
             result["reason"] = "lspci -D -vvv failed with rc=%d: %s" % (answer.rc, answer.stderr.strip())
             return result
-        devices = parse_lspci_acs(answer.stdout)
+        devices = self.lspci_devices = parse_lspci_acs(answer.stdout)
         result["source"] = "lspci -D -vvv"
         if any(d["access_denied"] for d in devices.values()):
             result["reason"] = "lspci could not read PCI capabilities (run as root)"

@@ -28,7 +28,7 @@ import os
 import re
 import shlex
 
-from ansible_collections.rdmaops.roce.plugins.module_utils.files import write_atomic
+from ansible_collections.rdmaops.roce.plugins.module_utils.files import read_text, write_atomic
 
 DEFAULT_NAMES = ("rdma_cm", "ib_uverbs", "ib_umad")
 DEFAULT_MODULES_LOAD_FILE = "/etc/modules-load.d/rdmaops-roce.conf"
@@ -515,15 +515,6 @@ class KernelModules:
             modules_load_file=self.modules_load_file if (self.persist or self.state == "absent") else None,
             modprobe_file=self.modprobe_file,
         )
-
-
-def read_text(host, host_path):
-    """A whole text file exactly as it is on disk, or None when it does not exist."""
-    try:
-        with open(host.path(host_path), "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except (IOError, OSError):
-        return None
 
 
 def _check_conf_path(path, dirs, key):

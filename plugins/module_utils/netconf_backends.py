@@ -29,7 +29,7 @@ import os
 import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils import netconf_formats as fmt
-from ansible_collections.rdmaops.roce.plugins.module_utils.files import merge_block, read_block, write_atomic
+from ansible_collections.rdmaops.roce.plugins.module_utils.files import merge_block, read_block, read_text, write_atomic
 
 try:
     import yaml
@@ -107,15 +107,6 @@ class Context:
         """Host paths matching a shell pattern under the host root, sorted."""
         real = sorted(glob.glob(self.host.path(pattern)))
         return [self.host.to_host(path) for path in real]
-
-
-def read_text(host, path):
-    """A configuration file's exact text (trailing newline kept, unlike HostRoot.read), or None."""
-    try:
-        with open(host.path(path), "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except (IOError, OSError):
-        return None
 
 
 def command(argv, required=True, validates=False):

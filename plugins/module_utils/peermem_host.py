@@ -30,7 +30,6 @@ __metaclass__ = type
 import os
 
 from ansible_collections.rdmaops.roce.plugins.module_utils import peermem
-from ansible_collections.rdmaops.roce.plugins.module_utils.files import write_atomic
 from ansible_collections.rdmaops.roce.plugins.module_utils.kmod import (
     KernelModules,
     KmodError,
@@ -41,9 +40,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils.kmod import (
     read_text,
 )
 from ansible_collections.rdmaops.roce.plugins.module_utils.rdma_facts import GPU_CLASSES, NVIDIA_VENDOR
-
-SYSTEMD_DIR = "/etc/systemd/system"
-WANTS_DIR = SYSTEMD_DIR + "/multi-user.target.wants"
+from ansible_collections.rdmaops.roce.plugins.module_utils.units import BootUnit, valid_unit_name
 DEFAULT_UNIT = "rdmaops-peermem.service"
 DEFAULT_MODPROBE_FILE = "/etc/modprobe.d/rdmaops-peermem.conf"
 OBSERVED_MODULES = (peermem.PEERMEM, peermem.LEGACY, "ib_core", "ib_uverbs", "mlx5_core", "nvidia")
@@ -171,7 +168,7 @@ class PeermemManager:
 
     def __init__(self, host, runner, mode="auto", required=False, options="", persist=True, reload=False,
                  unit=DEFAULT_UNIT, modprobe_file=DEFAULT_MODPROBE_FILE, rdma_stack=None):
-        if not unit.endswith(".service") or "/" in unit or unit.startswith("."):
+        if not valid_unit_name(unit):
             raise peermem.PeermemError("unit: %r must be a unit file name ending in .service, e.g. %s" % (unit, DEFAULT_UNIT))
         if mode not in peermem.MODES:
             raise peermem.PeermemError("mode must be one of %s, got %r" % (", ".join(peermem.MODES), mode))
@@ -182,12 +179,11 @@ class PeermemManager:
         self.options = (options or "").strip()
         self.persist = persist
         self.reload = reload
-        self.unit_path = "%s/%s" % (SYSTEMD_DIR, unit)
-        self.wants_path = "%s/%s" % (WANTS_DIR, unit)
+        self.unit = BootUnit(host, runner, unit)
+        self.unit_path = self.unit.path
         self.modprobe_file = modprobe_file
         self.rdma_stack = rdma_stack
         self.engine = None
-        self.daemon_reload = None
 
     def run(self, plan, check_mode):
         obs = observe(self.host, self.runner, self.rdma_stack)
@@ -213,7 +209,7 @@ class PeermemManager:
             raise peermem.PeermemError(str(exc), peermem=self.report(check_mode), **exc.details)
         if not check_mode:
             if unit_changed:
-                self._daemon_reload()
+                self.unit.daemon_reload()
             self._verify(decision)
         return dict(msg=decision["reason"], peermem=self.report(check_mode))
 
@@ -228,47 +224,7 @@ class PeermemManager:
             self._plan_unit(plan, render_unit(module))
 
     def _plan_unit(self, plan, text):
-        before = read_text(self.host, self.unit_path)
-        plan.add("unit_file", before, text, lambda: self._write(self.unit_path, text),
-                 "%s %s" % ("write" if text else "remove", self.unit_path), header=self.unit_path)
-        link_before = self._link_target()
-        link_after = self.unit_path if text else None
-        plan.add("boot_unit_enabled", link_before, link_after, lambda: self._link(link_after),
-                 "%s %s" % ("enable" if text else "disable", os.path.basename(self.unit_path)))
-
-    def _link_target(self):
-        try:
-            return os.readlink(self.host.path(self.wants_path))
-        except OSError:
-            return None
-
-    def _write(self, path, text):
-        if text is None:
-            if self.host.exists(path):
-                os.unlink(self.host.path(path))
-            return
-        write_atomic(self.host, path, text, mode=0o644, makedirs=True)
-
-    def _link(self, target):
-        real = self.host.path(self.wants_path)
-        if os.path.lexists(real):
-            os.unlink(real)
-        if target is not None:
-            if not os.path.isdir(os.path.dirname(real)):
-                os.makedirs(os.path.dirname(real), 0o755)
-            os.symlink(target, real)
-
-    def _daemon_reload(self):
-        # Only on the live host and only under systemd: a test tree must never reach the real one.
-        if not self.host.is_live:
-            self.daemon_reload = "skipped: the host root is not /"
-        elif not self.host.isdir("/run/systemd/system"):
-            self.daemon_reload = "skipped: systemd is not running"
-        elif not self.runner.has("systemctl"):
-            self.daemon_reload = "skipped: systemctl not found"
-        else:
-            result = self.runner.run(["systemctl", "daemon-reload"], check=False)
-            self.daemon_reload = "done" if result.rc == 0 else "failed: %s" % (result.stderr or "").strip()
+        self.unit.plan(plan, text)
 
     # -- prove ----------------------------------------------------------------------------------
     def _load_failure(self, module, exc):
@@ -324,7 +280,7 @@ class PeermemManager:
             memory_peers_version=(self.host.read("/sys/kernel/mm/memory_peers/nv_mem/version") or "").strip() or None,
             boot_unit=self.unit_path if (decision["action"] == "load" and self.persist) else None,
             modprobe_file=self.modprobe_file if (decision["action"] == "load" and self.options) else None,
-            daemon_reload=self.daemon_reload,
+            daemon_reload=self.unit.daemon_reload_result,
         )
         module = decision["module"]
         if module and decision["action"] == "load":

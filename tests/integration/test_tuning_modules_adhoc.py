@@ -1,9 +1,10 @@
-"""sysctl_profile and gpudirect_facts run by ansible itself against host trees."""
+"""sysctl_profile, gpudirect_facts, gpudirect_config and nic_ethtool run by ansible itself against host trees."""
 
 import os
 
 import pytest
 
+import gputree
 import hosttree
 from fixtures.hosts import cx7_doca
 from ansiblerun import adhoc, tree_env
@@ -137,3 +138,37 @@ def test_nic_ethtool_reports_every_unsupported_knob(veth_tree, tmp_path):
 def test_nic_ethtool_refuses_an_unknown_interface(veth_tree):
     rc, result = adhoc("rdmaops.roce.nic_ethtool", "interfaces=ens9 global_pause=false", veth_tree)
     assert rc != 0 and result["msg"] == "interface ens9 does not exist on this host (see /sys/class/net)"
+
+
+def test_gpudirect_config_acs_check_apply_idempotence(tmp_path):
+    """Through Ansible: check mode predicts, the run clears ACS on the GPU/NIC paths with setpci
+    (a stand-in that changes what lspci prints next), writes the boot unit, and runs again with no change."""
+    root = tmp_path / "host"
+    hosttree.materialize(cx7_doca.manifest(), root)
+    stubs = gputree.pci_stub_tools(tmp_path)
+    env = tree_env(root, [stubs])
+    unit = root / "etc/systemd/system/rdmaops-gpudirect-acs.service"
+
+    rc, result = adhoc("rdmaops.roce.gpudirect_config", "acs=disable", env, check=True, diff=True)
+    assert rc == 0 and result["changed"] is True
+    assert [c.split(" (")[0] for c in result["changes"]] == [
+        "clear ACS ReqRedir/CmpltRedir on 0000:3c:00.0", "clear ACS ReqRedir/CmpltRedir on 0000:3c:01.0",
+        "clear ACS ReqRedir/CmpltRedir on 0000:b9:00.0",
+        "write /etc/systemd/system/rdmaops-gpudirect-acs.service", "enable rdmaops-gpudirect-acs.service",
+    ]
+    assert not unit.exists() and not (tmp_path / "lspci.txt.calls").exists()
+
+    rc, result = adhoc("rdmaops.roce.gpudirect_config", "acs=disable", env)
+    assert rc == 0 and result["changed"] is True
+    assert result["acs"]["redirecting_after"] == {}
+    assert result["gpudirect"]["acs"]["redirecting_on_gpu_paths"] == []
+    assert (tmp_path / "lspci.txt.calls").read_text().split("\n")[:3] == [
+        "-s %s ECAP_ACS+0x6.w=0000:002c" % bdf for bdf in ("0000:3c:00.0", "0000:3c:01.0", "0000:b9:00.0")
+    ]
+    assert "ExecStart=%s -s 0000:3c:00.0 ECAP_ACS+0x6.w=0000:002c" % (stubs / "setpci") in unit.read_text()
+
+    rc, result = adhoc("rdmaops.roce.gpudirect_config", "acs=disable", env)
+    assert rc == 0 and result["changed"] is False and result["changes"] == []
+
+    rc, result = adhoc("rdmaops.roce.gpudirect_config", "iommu=passthrough kernel_args='iommu=pt quiet'", env)
+    assert rc != 0 and "each must be one kernel parameter" in result["msg"]

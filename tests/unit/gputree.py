@@ -14,9 +14,11 @@ simulator (modprobe, modinfo, dmesg, systemctl) in the same tree:
 """
 
 import os
+import sys
 
 import hosttree
 import kmodsim
+from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
 from fixtures.hosts import cx7_doca
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "peermem")
@@ -100,3 +102,82 @@ def tree_files(root):
             else:
                 found[path] = "dir"
     return found
+
+
+# -- GPUDirect prerequisites (gpudirect_facts, gpudirect_config) -------------------------------
+LSPCI_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tools", "lspci")
+
+
+def lspci_text(name):
+    with open(os.path.join(LSPCI_DIR, name)) as handle:
+        return handle.read()
+
+
+# IOMMU groups as the kernel lays them out: /sys/kernel/iommu_groups/N/{type,devices/BDF} and a
+# per-device iommu_group link back to the group.
+GROUPS = {"0000:3d:00.0": 40, "0000:3d:00.1": 41, "0000:3e:00.0": 42, "0000:ba:00.0": 90, "0000:01:00.0": 7}
+
+
+CMDLINE = "BOOT_IMAGE=/vmlinuz-5.15.0-119-generic root=/dev/md0 ro intel_iommu=on iommu=pt"
+
+
+def gpudirect_tree(tmp_path, domain="identity", overrides=None, cmdline=CMDLINE, groups=True, peermem=True):
+    """The CX-7 GPU server with IOMMU groups (one domain type for all, or per device) and a kernel command line."""
+    manifest = cx7_doca.manifest()
+    entries = manifest["entries"]
+    entries["/proc/cmdline"] = {"type": "file", "content": cmdline + "\n"}
+    if not peermem:
+        del entries["/sys/module/nvidia_peermem"]
+    if groups:
+        entries["/sys/class/iommu/dmar0"] = {"type": "dir"}
+        for bdf, group in GROUPS.items():
+            kind = (overrides or {}).get(bdf, domain)
+            entries["/sys/kernel/iommu_groups/%d/type" % group] = {"type": "file", "content": kind + "\n"}
+            entries["/sys/kernel/iommu_groups/%d/devices/%s" % (group, bdf)] = {"type": "link", "target": "../../../../devices/x/" + bdf}
+            device_link = entries["/sys/bus/pci/devices/" + bdf]["target"]
+            device_dir = "/sys/" + device_link.split("../../../", 1)[1]
+            entries[device_dir + "/iommu_group"] = {
+                "type": "link",
+                "target": os.path.relpath("/sys/kernel/iommu_groups/%d" % group, device_dir),
+            }
+    hosttree.materialize(manifest, tmp_path)
+    return HostRoot(str(tmp_path))
+
+
+SETPCI_STUB = r'''#!{python}
+# setpci stand-in: ECAP_ACS+0x6.w=0000:002c clears the redirect bits of that device in the lspci state
+import re, sys
+assert sys.argv[1] == "-s" and sys.argv[3] == "ECAP_ACS+0x6.w=0000:002c", sys.argv
+with open("{state}") as handle:
+    text = handle.read()
+out, current = [], None
+for line in text.splitlines(True):
+    if re.match(r"^[0-9a-f]{{4}}:", line):
+        current = line.split()[0]
+    if current == sys.argv[2] and "ACSCtl:" in line:
+        for bit in ("ReqRedir", "CmpltRedir", "EgressCtrl"):
+            line = line.replace(bit + "+", bit + "-")
+    out.append(line)
+with open("{state}", "w") as handle:
+    handle.write("".join(out))
+with open("{state}.calls", "a") as handle:
+    handle.write(" ".join(sys.argv[1:]) + "\n")
+'''
+
+
+def pci_stub_tools(tmp_path):
+    """A bin directory with stateful lspci and setpci stand-ins, plus update-grub recording its runs.
+
+    ``lspci`` prints ``lspci.txt`` (the CX-7 server with ACS redirection on); ``setpci`` clears
+    the redirect bits of one device there and appends its arguments to ``lspci.txt.calls``.
+    """
+    state = tmp_path / "lspci.txt"
+    state.write_text(lspci_text("cx7-gpu-server-acs-on.txt"))
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    (stubs / "lspci").write_text("#!/bin/sh\ncat %s\n" % state)
+    (stubs / "setpci").write_text(SETPCI_STUB.format(python=sys.executable, state=state))
+    (stubs / "update-grub").write_text("#!/bin/sh\necho update-grub >> %s/update-grub.calls\n" % tmp_path)
+    for tool in ("lspci", "setpci", "update-grub"):
+        os.chmod(str(stubs / tool), 0o755)
+    return stubs

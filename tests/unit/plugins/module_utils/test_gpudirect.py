@@ -1,21 +1,13 @@
 """GPUDirect RDMA prerequisites read from the CX-7 GPU server tree plus IOMMU groups and lspci."""
 
-import os
-
 import pytest
 
 import hosttree
 from ansible_collections.rdmaops.roce.plugins.module_utils import gpudirect
 from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandResult
 from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from fixtures.hosts import cx7_doca
-
-LSPCI_DIR = os.path.join(os.path.dirname(os.path.abspath(hosttree.__file__)), "fixtures", "tools", "lspci")
-
-
-def lspci_text(name):
-    with open(os.path.join(LSPCI_DIR, name)) as handle:
-        return handle.read()
+from gputree import gpudirect_tree as tree
+from gputree import lspci_text
 
 
 class FakeRunner:
@@ -31,36 +23,6 @@ class FakeRunner:
     def run(self, argv, check=True):
         self.calls.append(argv)
         return CommandResult(argv, self.rc, self.stdout, self.stderr)
-
-
-# IOMMU groups as the kernel lays them out: /sys/kernel/iommu_groups/N/{type,devices/BDF} and a
-# per-device iommu_group link back to the group.
-GROUPS = {"0000:3d:00.0": 40, "0000:3d:00.1": 41, "0000:3e:00.0": 42, "0000:ba:00.0": 90, "0000:01:00.0": 7}
-
-
-CMDLINE = "BOOT_IMAGE=/vmlinuz-5.15.0-119-generic root=/dev/md0 ro intel_iommu=on iommu=pt"
-
-
-def tree(tmp_path, domain="identity", overrides=None, cmdline=CMDLINE, groups=True, peermem=True):
-    manifest = cx7_doca.manifest()
-    entries = manifest["entries"]
-    entries["/proc/cmdline"] = {"type": "file", "content": cmdline + "\n"}
-    if not peermem:
-        del entries["/sys/module/nvidia_peermem"]
-    if groups:
-        entries["/sys/class/iommu/dmar0"] = {"type": "dir"}
-        for bdf, group in GROUPS.items():
-            kind = (overrides or {}).get(bdf, domain)
-            entries["/sys/kernel/iommu_groups/%d/type" % group] = {"type": "file", "content": kind + "\n"}
-            entries["/sys/kernel/iommu_groups/%d/devices/%s" % (group, bdf)] = {"type": "link", "target": "../../../../devices/x/" + bdf}
-            device_link = entries["/sys/bus/pci/devices/" + bdf]["target"]
-            device_dir = "/sys/" + device_link.split("../../../", 1)[1]
-            entries[device_dir + "/iommu_group"] = {
-                "type": "link",
-                "target": os.path.relpath("/sys/kernel/iommu_groups/%d" % group, device_dir),
-            }
-    hosttree.materialize(manifest, tmp_path)
-    return HostRoot(str(tmp_path))
 
 
 def test_ready_host(tmp_path):
