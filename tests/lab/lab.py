@@ -586,6 +586,42 @@ def pid_is_our_qemu(pid, marker):
     return bool(cmdline) and b"qemu-system" in cmdline[0] and any(marker.encode() in arg for arg in cmdline)
 
 
+def stale_images(images_dir, keep, qemu_cmdlines):
+    """Image directories under images_dir other than ``keep`` that no running QEMU boots from.
+
+    ``qemu_cmdlines`` are the argument lists of running QEMU processes (any lab, any state
+    directory): each names its image directory in ``-kernel``.
+    """
+    try:
+        names = sorted(os.listdir(images_dir))
+    except OSError:
+        return []
+    in_use = set()
+    for argv in qemu_cmdlines:
+        for arg in argv:
+            for name in names:
+                if os.path.join(images_dir, name) + os.sep in arg:
+                    in_use.add(name)
+    return [os.path.join(images_dir, name) for name in names
+            if re.match(r"^[0-9a-f]{16}$", name) and name != keep and name not in in_use
+            and os.path.isdir(os.path.join(images_dir, name))]
+
+
+def running_qemu_cmdlines():
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                argv = [arg.decode("utf-8", "replace") for arg in handle.read().split(b"\0")]
+        except OSError:
+            continue
+        if argv and "qemu-system" in argv[0]:
+            out.append(argv)
+    return out
+
+
 def find_our_qemus(state_dir):
     """PIDs of QEMU processes started for this state directory (found by their disk path)."""
     marker = os.path.join(state_dir, "vm")
@@ -769,6 +805,10 @@ class Lab:
             require_tools(BUILD_TOOLS)
             imagebuild.build_image(self.cache_dir, digest, mirror, IMAGE_RECIPE_DIR, read_packages(IMAGE_RECIPE_DIR),
                                    SUITE, IMAGE_SIZE, RECIPE_VERSION, log)
+            # images of earlier recipes (hundreds of MB each) go, unless a running VM boots from one
+            for stale in stale_images(os.path.join(self.cache_dir, "images"), digest, running_qemu_cmdlines()):
+                shutil.rmtree(stale)
+                log("removed image %s (an earlier recipe, no VM uses it)" % os.path.basename(stale))
             return self.image_dir(digest), True
 
     # up ----------------------------------------------------------------------

@@ -454,3 +454,18 @@ def test_idempotence_gate_fails_and_names_the_changed_task(tmp_path):
 def test_idempotence_gate_fails_without_a_recap(tmp_path):
     proc = run_gate(tmp_path, "ERROR! the playbook could not be found")
     assert proc.returncode == 1
+
+
+def test_stale_images_spare_the_new_one_and_those_in_use(tmp_path):
+    images = tmp_path / "images"
+    a, b, c, d = ("%016x" % n for n in (0xA, 0xB, 0xC, 0xD))
+    for name in (a, b, c, d, "build-" + a):
+        (images / name).mkdir(parents=True)
+    (images / "notes.txt").write_text("not an image")
+    cmdlines = [
+        ["qemu-system-x86_64", "-kernel", str(images / b / "vmlinuz"), "-initrd", str(images / b / "initrd.img")],
+        ["qemu-system-x86_64", "-kernel", "/elsewhere/%s/vmlinuz" % c],
+    ]
+    # not the new image, not one a VM boots from, not a build directory or another file
+    assert lab.stale_images(str(images), d, cmdlines) == [str(images / a), str(images / c)]
+    assert lab.stale_images(str(tmp_path / "missing"), d, cmdlines) == []
