@@ -208,10 +208,11 @@ class GpuDirectConfig:
                 "iommu: passthrough: this host has neither grubby nor %s, so this module cannot tell how its kernel "
                 "command line is set. Add %s there yourself (systemd-boot: /etc/kernel/cmdline)" % (GRUB_DEFAULT, " ".join(self.kernel_args))
             )
+        running_has_args = all(arg in running for arg in self.kernel_args)
         self.result["iommu"] = dict(
             method=method["method"], kernel_args=self.kernel_args, boot_config_before=method["before"],
-            missing_before=method["missing"], running_cmdline_has_args=all(arg in running for arg in self.kernel_args),
-            reboot_required=not all(arg in running for arg in self.kernel_args),
+            missing_before=method["missing"], running_cmdline_has_args=running_has_args,
+            reboot_required=not running_has_args,
         )
         return method["method"]
 
