@@ -24,9 +24,9 @@ import ansiblerun  # noqa: E402
 import hosttree  # noqa: E402
 from fixtures.hosts import cx7_doca  # noqa: E402
 
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandRunner  # noqa: E402
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot  # noqa: E402
-from ansible_collections.rdmaops.roce.plugins.module_utils.rdma_facts import RdmaFacts  # noqa: E402
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner  # noqa: E402
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot  # noqa: E402
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts  # noqa: E402
 
 
 class ReplayModule:

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rdmaops.roce.plugins.module_utils.intent import IntentError, resolve_intent
+from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, resolve_intent
 
 
 def roce_intent(roce_fabric):

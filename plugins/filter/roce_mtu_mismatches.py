@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rdmaops.roce.plugins.module_utils.parsers import roce_active_mtu
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import roce_active_mtu
 
 
 def roce_mtu_mismatches(rdma, host_mtu, interfaces=None, host=None):

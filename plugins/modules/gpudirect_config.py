@@ -127,19 +127,19 @@ changes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import (
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import (
     CommandError,
     CommandRunner,
     ToolNotFound,
     fail_from_error,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils.gpudirect_config import (
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.gpudirect_config import (
     DEFAULT_UNIT,
     GpuDirectConfig,
     GpuDirectConfigError,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
 
 def main():

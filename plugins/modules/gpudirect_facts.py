@@ -107,9 +107,9 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils.gpudirect import GpuDirectReport
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.gpudirect import GpuDirectReport
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 
 
 def main():

@@ -177,21 +177,21 @@ kernel_log:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import (
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import (
     CommandError,
     CommandRunner,
     ToolNotFound,
     fail_from_error,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils.kmod import (
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._kmod.engine import (
     DEFAULT_MODPROBE_FILE,
     DEFAULT_MODULES_LOAD_FILE,
     DEFAULT_NAMES,
     KernelModules,
     KmodError,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
 
 def main():

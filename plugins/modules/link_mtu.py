@@ -213,9 +213,9 @@ management:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandError, CommandRunner, ToolNotFound, fail_from_error
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils.mtu import LinkMtu, MtuError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError, CommandRunner, ToolNotFound, fail_from_error
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu, MtuError
 
 
 def main():

@@ -142,9 +142,9 @@ import tarfile
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils.ofed import (
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.common import (
     OfedError,
     explain_installer_rc,
     extract_tarball,
@@ -155,7 +155,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils.ofed import (
     sha256_file,
     version_matches,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils.parsers import parse_ofed_info
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import parse_ofed_info
 
 
 def installed_version(runner):

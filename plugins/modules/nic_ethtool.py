@@ -98,10 +98,10 @@ rules_path:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandRunner, ToolNotFound
-from ansible_collections.rdmaops.roce.plugins.module_utils.ethtool import EthtoolError, NicKnobs
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner, ToolNotFound
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.ethtool import EthtoolError, NicKnobs
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
 
 def main():

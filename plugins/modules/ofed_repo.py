@@ -159,16 +159,16 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandError, CommandRunner, fail_from_error
-from ansible_collections.rdmaops.roce.plugins.module_utils.files import write_atomic
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils.ofed import (
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError, CommandRunner, fail_from_error
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import write_atomic
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.common import (
     desired_repo_files,
     plan_repo,
     read_exact,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils.openpgp import OpenPGPError, as_armored_text, check_keys
-from ansible_collections.rdmaops.roce.plugins.module_utils.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.openpgp import OpenPGPError, as_armored_text, check_keys
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
 
 def read_key(module, host, key_url):

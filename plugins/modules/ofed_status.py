@@ -256,10 +256,10 @@ problems:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils.ofed import OfedError, gather_status
-from ansible_collections.rdmaops.roce.plugins.module_utils.rdma_facts import RdmaFacts
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.common import OfedError, gather_status
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
 
 
 def main():

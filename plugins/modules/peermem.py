@@ -209,20 +209,20 @@ changes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils.command import (
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import (
     CommandError,
     CommandRunner,
     ToolNotFound,
     fail_from_error,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils.peermem import PeermemError
-from ansible_collections.rdmaops.roce.plugins.module_utils.peermem_host import (
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._peermem.decide import PeermemError
+from ansible_collections.rdmaops.roce.plugins.module_utils._peermem.engine import (
     DEFAULT_MODPROBE_FILE,
     DEFAULT_UNIT,
     PeermemManager,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
 
 def main():

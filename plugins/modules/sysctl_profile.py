@@ -139,9 +139,9 @@ overridden:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils.plan import Plan
-from ansible_collections.rdmaops.roce.plugins.module_utils.sysctl import (
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.sysctl import (
     ProfileError,
     SysctlProfile,
     later_overrides,

@@ -6,7 +6,7 @@ import pytest
 
 import ansiblerun
 
-from ansible_collections.rdmaops.roce.plugins.module_utils.intent import resolve_intent
+from ansible_collections.rdmaops.roce.plugins.module_utils._intent import resolve_intent
 
 
 def inventory_hostvars(name):

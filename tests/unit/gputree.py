@@ -18,7 +18,7 @@ import sys
 
 import hosttree
 import kmodsim
-from ansible_collections.rdmaops.roce.plugins.module_utils.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from fixtures.hosts import cx7_doca
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "peermem")

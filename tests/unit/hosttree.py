@@ -84,3 +84,34 @@ def materialize(manifest, dest):
             handle.write(_STUB.format(python=sys.executable))
         os.chmod(stub, os.stat(stub).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return bindir
+
+
+class ReplayModule:
+    """The two AnsibleModule methods CommandRunner uses, answering from a manifest."""
+
+    def __init__(self, commands, bindir):
+        self.commands = commands
+        self.bindir = bindir
+        self.calls = []
+
+    def get_bin_path(self, tool):
+        return "%s/%s" % (self.bindir, tool) if any(k.split(" ")[0] == tool for k in self.commands) else None
+
+    def run_command(self, argv, check_rc=False, data=None, environ_update=None, expand_user_and_vars=True):
+        assert environ_update["LC_ALL"] == "C"
+        key = " ".join([argv[0].rsplit("/", 1)[-1]] + list(argv[1:]))
+        self.calls.append(key)
+        record = self.commands[key]
+        return record["rc"], record["stdout"], record["stderr"]
+
+
+def gather_facts(tmp_path, manifest, **kwargs):
+    """rdma_facts of a recorded host: (facts, the replaying module that answered its tools)."""
+    from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+    from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
+    from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
+
+    bindir = materialize(manifest, tmp_path)
+    module = ReplayModule(manifest.get("commands", {}), bindir)
+    facts = RdmaFacts(HostRoot(str(tmp_path)), CommandRunner(module), **kwargs).gather()
+    return facts, module

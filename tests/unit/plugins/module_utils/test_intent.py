@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.rdmaops.roce.plugins.module_utils.intent import IntentError, resolve_intent
+from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, resolve_intent
 
 
 def test_empty_intent_is_the_lossless_profile():

@@ -1,0 +1,766 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Where a link's MTU is persisted: one backend per network configuration system.
+
+Each backend answers three questions about a link:
+
+* :meth:`Backend.find`: does this system configure the link on this host, and with which
+  file, profile or definition (a :class:`Config`)?  The answer is based on what the host
+  really uses (netplan definitions that match, a NetworkManager profile that is active on
+  or bound to the device, the .network file systemd-networkd applied, an ifupdown stanza,
+  an ifcfg file), never on which packages happen to be installed;
+* :meth:`Backend.plan`: what must change so that only the MTU differs (files are edited
+  in place keeping every other byte, or get a drop-in the system merges);
+* :meth:`Backend.effective`: what the configuration says after the change (re-read).
+
+:func:`detect` asks them in the order in which they take precedence: netplan renders
+NetworkManager and systemd-networkd configuration, so it comes first; NetworkManager
+(when running and managing the device) before systemd-networkd; then ifupdown, then
+ifcfg files; a NetworkManager keyfile last, for hosts where NetworkManager is not running.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import glob
+import os
+import re
+
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import merge_block, read_block, read_text, write_atomic
+
+try:
+    import yaml
+
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - depends on the target
+    yaml = None
+    HAS_YAML = False
+
+BACKENDS = ("netplan", "networkmanager", "networkd", "ifupdown", "ifcfg")
+DROPIN_PREFIX = "90-rdmaops"
+
+
+class BackendError(Exception):
+    """A configuration problem the user must resolve; the message says how."""
+
+
+class Config:
+    """One place that configures a link's MTU persistently."""
+
+    def __init__(self, backend, interface, path, mtu, **details):
+        self.backend = backend
+        self.interface = interface
+        self.path = path
+        self.mtu = mtu
+        self.details = details
+
+    def describe(self):
+        out = dict(backend=self.backend.name, interface=self.interface, path=self.path, mtu=self.mtu)
+        for key, value in self.details.items():
+            if not key.startswith("_"):
+                out[key] = value
+        return out
+
+
+class Context:
+    """What every backend needs: host root, command runner, links, and where to note findings."""
+
+    def __init__(self, host, runner, links):
+        self.host = host
+        self.runner = runner
+        self.links = links
+        self.notes = []
+        self._cache = {}
+        self.staged = {}  # path -> dict(original, text, mode, descriptions), in planning order
+
+    def read(self, path):
+        """A configuration file as planned so far: staged edits first, else the file on the host."""
+        if path in self.staged:
+            return self.staged[path]["text"]
+        return read_text(self.host, path)
+
+    def stage(self, path, text, mode, description):
+        """Plan ``path`` to hold ``text``; several edits of one file build on each other."""
+        entry = self.staged.get(path)
+        if entry is None:
+            entry = self.staged[path] = dict(original=read_text(self.host, path), text=None, mode=mode, descriptions=[])
+        entry["text"] = text
+        entry["descriptions"].append(description)
+
+    def add_to_plan(self, plan):
+        """One change per file staged, its diff from the file on the host to the final text."""
+        for path, entry in self.staged.items():
+            def action(path=path, entry=entry):
+                write_atomic(self.host, path, entry["text"], mode=entry["mode"], makedirs=True)
+
+            plan.add(path, entry["original"] or "", entry["text"], action, "; ".join(entry["descriptions"]), header=path)
+
+    def cached(self, key, producer):
+        if key not in self._cache:
+            self._cache[key] = producer()
+        return self._cache[key]
+
+    def glob(self, pattern):
+        """Host paths matching a shell pattern under the host root, sorted."""
+        real = sorted(glob.glob(self.host.path(pattern)))
+        return [self.host.to_host(path) for path in real]
+
+
+def command(argv, required=True, validates=False):
+    """A command that activates persisted configuration.
+
+    ``required``: a failure fails the module (else it is a warning, the live MTU being set
+    already).  ``validates``: the command checks the files just written (``netplan generate``),
+    so a failure restores them.
+    """
+    return dict(argv=list(argv), required=required, validates=validates)
+
+
+def _file_change(ctx, path, before, after, mode, description):
+    if before != after:
+        ctx.stage(path, after, mode, description)
+
+
+class Backend:
+    name = None
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def find(self, link):
+        raise NotImplementedError
+
+    def create(self, link):
+        """A new configuration for a link nothing configures yet; None where that is unsafe."""
+        return None
+
+    def plan(self, cfg, mtu, plan):
+        """Add the changes that give ``cfg`` this MTU; return the commands that activate them."""
+        raise NotImplementedError
+
+    def effective(self, cfg):
+        raise NotImplementedError
+
+    def note(self, text):
+        self.ctx.notes.append("%s: %s" % (self.name, text))
+
+
+# --------------------------------------------------------------------------------------------
+# netplan
+# --------------------------------------------------------------------------------------------
+class Netplan(Backend):
+    """netplan YAML: a drop-in ``/etc/netplan/90-rdmaops-<id>.yaml`` that sets only ``mtu``.
+
+    netplan merges its files in lexical order of their names, later files overriding
+    earlier ones key by key, so the drop-in changes the MTU of the definition and nothing
+    else, whichever file defines it (including files cloud-init rewrites on boot).  It is
+    then rendered with ``netplan generate``; ``netplan apply`` is never run, because it
+    reconfigures every link.  systemd-networkd is told with ``networkctl reload``, which
+    reconfigures only links whose rendered file changed; NetworkManager with
+    ``nmcli connection reload``.
+    """
+
+    name = "netplan"
+    DIRS = ("/run/netplan", "/etc/netplan", "/lib/netplan")  # same name: earlier directory wins
+
+    def files(self):
+        chosen = {}
+        for directory in self.DIRS:
+            for path in self.ctx.glob(directory + "/*.yaml"):
+                chosen.setdefault(os.path.basename(path), path)
+        return [chosen[name] for name in sorted(chosen)]
+
+    def documents(self, replace=None):
+        if not HAS_YAML:
+            raise BackendError(
+                "netplan configuration is present (%s) but PyYAML, which netplan itself depends on, cannot be "
+                "imported by this Python; run the module with the interpreter netplan uses (ansible_python_interpreter)"
+                % ", ".join(self.files())
+            )
+        docs = []
+        replace = dict(replace or {})
+        paths = self.files()
+        for path in self.ctx.staged:
+            if path.startswith("/etc/netplan/") and path.endswith(".yaml") and path not in paths:
+                paths.append(path)
+        for path in replace:
+            if path not in paths:
+                paths.append(path)
+        paths.sort(key=os.path.basename)
+        for path in paths:
+            text = replace[path] if path in replace else self.ctx.read(path)
+            if text is None:
+                continue
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise BackendError("%s is not valid YAML: %s" % (path, exc))
+            docs.append((path, data))
+        return docs
+
+    def _matching(self, merged, link):
+        return [
+            (section, netdef_id, definition)
+            for (section, netdef_id), definition in sorted(merged.items())
+            if fmt.netplan_matches(section, netdef_id, definition, link)
+        ]
+
+    def find(self, link):
+        if not self.files():
+            self.note("no YAML in %s" % ", ".join(self.DIRS))
+            return None
+        docs = self.documents()
+        merged = fmt.netplan_merge(docs)
+        matches = self._matching(merged, link)
+        if not matches:
+            self.note("no definition matches %s" % link["name"])
+            return None
+        if len(matches) > 1:
+            raise BackendError(
+                "more than one netplan definition matches %s (%s); netplan would apply only one of them: "
+                "keep one definition per link"
+                % (link["name"], ", ".join("%s.%s" % (s, i) for s, i, _d in matches))
+            )
+        section, netdef_id, definition = matches[0]
+        others = [
+            name
+            for name in self.ctx.links.names()
+            if name != link["name"] and fmt.netplan_matches(section, netdef_id, definition, self.ctx.links.info(name))
+        ]
+        if others:
+            raise BackendError(
+                "netplan definition %s.%s (%s) matches %s as well as %s: its MTU would change all of them. Give %s "
+                "a definition of its own (match on its macaddress) and run again"
+                % (section, netdef_id, definition["__files__"][0], ", ".join(others), link["name"], link["name"])
+            )
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", netdef_id)
+        return Config(
+            self,
+            link["name"],
+            "/etc/netplan/%s-%s.yaml" % (DROPIN_PREFIX, safe),
+            definition.get("mtu"),
+            definition="%s.%s" % (section, netdef_id),
+            origin=definition["__files__"][0],
+            renderer=fmt.netplan_renderer(docs, definition),
+            _section=section,
+            _id=netdef_id,
+        )
+
+    def _effective_with(self, cfg, replace):
+        merged = fmt.netplan_merge(self.documents(replace))
+        definition = merged.get((cfg.details["_section"], cfg.details["_id"]), {})
+        return definition.get("mtu"), definition.get("__mtu_file__")
+
+    def plan(self, cfg, mtu, plan):
+        if cfg.mtu == mtu:
+            return []
+        text = fmt.netplan_dropin(cfg.details["_section"], cfg.details["_id"], mtu, cfg.interface, cfg.details["origin"])
+        value, winner = self._effective_with(cfg, {cfg.path: text})
+        if value != mtu:
+            raise BackendError(
+                "%s sorts after %s and sets mtu %s for %s; netplan would keep that value. Remove the mtu there "
+                "(or set it to %d)" % (winner, cfg.path, value, cfg.details["definition"], mtu)
+            )
+        before = self.ctx.read(cfg.path)
+        _file_change(self.ctx, cfg.path, before, text, 0o600, "netplan: %s sets mtu %d for %s" % (cfg.path, mtu, cfg.details["definition"]))
+        commands = [command(self._generate(), validates=True)]
+        renderer = cfg.details["renderer"]
+        if renderer == "networkd" and Networkd(self.ctx).running():
+            commands.append(command(["networkctl", "reload"]))
+        elif renderer == "NetworkManager" and NetworkManager(self.ctx).running():
+            commands.append(command(["nmcli", "connection", "reload"]))
+        return commands
+
+    def _generate(self):
+        argv = ["netplan", "generate"]
+        if not self.ctx.host.is_live:
+            argv += ["--root-dir", self.ctx.host.root]
+        return argv
+
+    def effective(self, cfg):
+        return self._effective_with(cfg, {})[0]
+
+
+# --------------------------------------------------------------------------------------------
+# NetworkManager
+# --------------------------------------------------------------------------------------------
+def split_terse(line):
+    """Split one ``nmcli -t`` line on unescaped ``:`` (values escape ``:`` and ``\\`` with ``\\``)."""
+    fields, current, escaped = [], [], False
+    for char in line:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ":":
+            fields.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    fields.append("".join(current))
+    return fields
+
+
+class NetworkManager(Backend):
+    """A NetworkManager profile's ``802-3-ethernet.mtu`` (ethernet, VLAN and bond profiles alike).
+
+    While NetworkManager runs, the profile is changed with ``nmcli connection modify``
+    (NetworkManager writes it to wherever it keeps it: a keyfile, an ifcfg file) and the
+    running device gets the value with ``nmcli device modify``, which changes the applied
+    configuration of that device only and does not reactivate it.  When NetworkManager is
+    not running, the keyfile in /etc/NetworkManager/system-connections is edited in place
+    (``[ethernet] mtu=``), keeping its mode (0600) and every other line.
+    """
+
+    name = "networkmanager"
+    KEYFILE_DIR = "/etc/NetworkManager/system-connections"
+    NETPLAN_PREFIX = "/run/NetworkManager/system-connections/netplan-"
+    TYPES = ("802-3-ethernet", "ethernet", "vlan", "bond", "bridge")
+    SECTIONS = ["ethernet", "802-3-ethernet"]
+
+    def running(self):
+        def probe():
+            if not self.ctx.runner.has("nmcli"):
+                return False
+            result = self.ctx.runner.run(["nmcli", "-t", "-f", "RUNNING", "general"], check=False)
+            return result.ok and result.stdout.strip() == "running"
+
+        return self.ctx.cached("nm_running", probe)
+
+    def _profiles(self):
+        result = self.ctx.runner.run(["nmcli", "-t", "-f", "NAME,UUID,TYPE,DEVICE,FILENAME", "connection", "show"])
+        profiles = []
+        for line in result.stdout.splitlines():
+            fields = split_terse(line)
+            if len(fields) == 5:
+                profiles.append(dict(zip(("name", "uuid", "type", "device", "filename"), fields)))
+        return profiles
+
+    def _device_states(self):
+        result = self.ctx.runner.run(["nmcli", "-t", "-f", "DEVICE,STATE", "device"])
+        states = {}
+        for line in result.stdout.splitlines():
+            fields = split_terse(line)
+            if len(fields) == 2:
+                states[fields[0]] = fields[1]
+        return states
+
+    def _get(self, uuid, prop):
+        result = self.ctx.runner.run(["nmcli", "-g", prop, "connection", "show", uuid])
+        return result.stdout.strip()
+
+    def _choose(self, name, profiles):
+        """The profile that brings ``name`` up at boot.
+
+        The active profile when it is stored on disk; else a stored profile bound to the
+        device (NetworkManager prefers it at the next boot over the in-memory
+        "Wired connection N" it made when the device appeared before that profile existed);
+        else the active in-memory profile (``nmcli connection modify`` stores it on disk).
+        """
+        active = [p for p in profiles if p["device"] == name]
+        if active and not active[0]["filename"].startswith("/run/"):
+            return active[0]
+        for profile in profiles:
+            if profile["device"] or profile["type"] not in self.TYPES or profile["filename"].startswith("/run/"):
+                continue
+            if self._get(profile["uuid"], "connection.interface-name") == name:
+                return profile
+        return active[0] if active else None
+
+    def find(self, link):
+        name = link["name"]
+        if self.running():
+            state = self._device_states().get(name)
+            if state is None or state.startswith("unmanaged") or "externally" in state:
+                self.note("NetworkManager runs but does not manage %s (device state %s)" % (name, state or "unknown"))
+                return None
+            profile = self._choose(name, self._profiles())
+            if profile is None:
+                self.note("no profile is active on or bound to %s" % name)
+                return None
+            if profile["filename"].startswith(self.NETPLAN_PREFIX):
+                self.note("profile %s is generated by netplan" % profile["name"])
+                return None
+            return Config(
+                self,
+                name,
+                profile["filename"] or None,
+                _int_or_none(self._get(profile["uuid"], "802-3-ethernet.mtu")),
+                profile=profile["name"],
+                uuid=profile["uuid"],
+                active=profile["device"] == name,
+                mode="nmcli",
+            )
+        return None
+
+    def find_keyfile(self, link):
+        """The keyfile of a link while NetworkManager is not running (image builds, rescue)."""
+        for path in self.ctx.glob(self.KEYFILE_DIR + "/*"):
+            text = self.ctx.read(path)
+            if text is None:
+                continue
+            entries = fmt.parse_ini(text)
+            bound = fmt.ini_get(entries, ["connection"], "interface-name") == link["name"]
+            mac = fmt.ini_get(entries, self.SECTIONS, "mac-address")
+            if not bound and mac and link.get("mac") and mac.lower() == link["mac"].lower():
+                bound = True
+            if bound:
+                return Config(
+                    self,
+                    link["name"],
+                    path,
+                    _int_or_none(fmt.ini_get(entries, self.SECTIONS, "mtu")),
+                    profile=fmt.ini_get(entries, ["connection"], "id"),
+                    uuid=fmt.ini_get(entries, ["connection"], "uuid"),
+                    active=False,
+                    mode="keyfile",
+                )
+        self.note("no keyfile in %s binds %s" % (self.KEYFILE_DIR, link["name"]))
+        return None
+
+    def plan(self, cfg, mtu, plan):
+        if cfg.mtu == mtu:
+            return []
+        if cfg.details["mode"] == "keyfile":
+            before = self.ctx.read(cfg.path) or ""
+            after = fmt.ini_set(before, self.SECTIONS, "mtu", str(mtu))
+            _file_change(self.ctx, cfg.path, before, after, 0o600, "networkmanager: %s sets mtu=%d" % (cfg.path, mtu))
+            return []
+        uuid = cfg.details["uuid"]
+
+        def modify():
+            self.ctx.runner.run(["nmcli", "connection", "modify", uuid, "802-3-ethernet.mtu", str(mtu)])
+
+        plan.add(
+            "networkmanager:%s:802-3-ethernet.mtu" % cfg.details["profile"],
+            cfg.mtu if cfg.mtu is not None else "auto",
+            mtu,
+            modify,
+            "networkmanager: profile %s (%s) 802-3-ethernet.mtu %s -> %d"
+            % (cfg.details["profile"], uuid, cfg.mtu if cfg.mtu is not None else "auto", mtu),
+        )
+        if cfg.details["active"]:
+            # Best effort: the live MTU is already set with ip; this keeps NetworkManager's
+            # applied configuration in step so a later re-commit does not restore the old value.
+            return [command(["nmcli", "device", "modify", cfg.interface, "802-3-ethernet.mtu", str(mtu)], required=False)]
+        return []
+
+    def effective(self, cfg):
+        if cfg.details["mode"] == "keyfile":
+            return _int_or_none(fmt.ini_get(fmt.parse_ini(self.ctx.read(cfg.path) or ""), self.SECTIONS, "mtu"))
+        return _int_or_none(self._get(cfg.details["uuid"], "802-3-ethernet.mtu"))
+
+
+# --------------------------------------------------------------------------------------------
+# systemd-networkd
+# --------------------------------------------------------------------------------------------
+class Networkd(Backend):
+    """systemd-networkd: a drop-in ``<file>.network.d/90-rdmaops-mtu.conf`` with ``[Link] MTUBytes=``.
+
+    The .network file is the one networkd says it applied to the link
+    (``/run/systemd/netif/links/<ifindex>``), else the first file whose ``[Match]`` selects
+    it.  A drop-in leaves that file untouched and wins over it.  ``.link`` files are not
+    used: udev applies only the first matching .link file, so a new one would shadow the
+    distribution's naming policy.  ``networkctl reload`` then reconfigures only the links
+    whose configuration changed.
+    """
+
+    name = "networkd"
+    DIRS = ("/etc/systemd/network", "/run/systemd/network", "/usr/local/lib/systemd/network", "/usr/lib/systemd/network", "/lib/systemd/network")
+    NETPLAN_PREFIX = "/run/systemd/network/10-netplan-"
+    DROPIN = DROPIN_PREFIX + "-mtu.conf"
+
+    def running(self):
+        return self.ctx.host.isdir("/run/systemd/netif/links")
+
+    def enabled(self):
+        return any(
+            self.ctx.host.exists(path)
+            for path in (
+                "/etc/systemd/system/multi-user.target.wants/systemd-networkd.service",
+                "/etc/systemd/system/dbus-org.freedesktop.network1.service",
+            )
+        )
+
+    def networks(self):
+        chosen = {}
+        for directory in self.DIRS:
+            for path in self.ctx.glob(directory + "/*.network"):
+                chosen.setdefault(os.path.basename(path), path)
+        return [chosen[name] for name in sorted(chosen)]
+
+    def _first_match(self, link, networks, strict=True):
+        for path in networks:
+            result = fmt.networkd_match(fmt.parse_ini(self.ctx.read(path) or ""), link)
+            if result is None and not strict:
+                continue
+            if result is None:
+                raise BackendError(
+                    "%s matches links on keys this module cannot evaluate from sysfs; tell it which backend to use "
+                    "(backend: networkd) only after checking that this file configures %s" % (path, link["name"])
+                )
+            if result:
+                return path
+        return None
+
+    def find(self, link):
+        if not (self.running() or self.enabled()):
+            self.note("systemd-networkd is neither running nor enabled")
+            return None
+        networks = self.networks()
+        path = None
+        state = self.ctx.host.read("/run/systemd/netif/links/%s" % link.get("ifindex")) or ""
+        for line in state.splitlines():
+            if line.startswith("NETWORK_FILE="):
+                path = line.split("=", 1)[1].strip() or None
+        if path is None:
+            path = self._first_match(link, networks)
+        if path is None:
+            self.note("no .network file matches %s" % link["name"])
+            return None
+        if path.startswith(self.NETPLAN_PREFIX):
+            self.note("%s is rendered by netplan" % path)
+            return None
+        others = []
+        for name in self.ctx.links.names():
+            if name != link["name"] and self._first_match(self.ctx.links.info(name), networks, strict=False) == path:
+                others.append(name)
+        if others:
+            raise BackendError(
+                "%s configures %s as well as %s: an MTU there would change all of them. Give %s a .network file "
+                "of its own and run again" % (path, ", ".join(others), link["name"], link["name"])
+            )
+        dropin = "/etc/systemd/network/%s.d/%s" % (os.path.basename(path), self.DROPIN)
+        return Config(self, link["name"], dropin, self._effective_with(path, {})[0], network_file=path)
+
+    def _dropins(self, network_file, replace):
+        chosen = {}
+        base = os.path.basename(network_file)
+        for directory in self.DIRS:
+            for path in self.ctx.glob("%s/%s.d/*.conf" % (directory, base)):
+                chosen.setdefault(os.path.basename(path), path)
+        for path in replace:
+            chosen.setdefault(os.path.basename(path), path)
+        return [chosen[name] for name in sorted(chosen)]
+
+    def _effective_with(self, network_file, replace):
+        value, winner = None, None
+        for path in [network_file] + self._dropins(network_file, replace):
+            text = replace[path] if path in replace else self.ctx.read(path)
+            found = fmt.ini_get(fmt.parse_ini(text or ""), ["Link"], "MTUBytes")
+            if found is not None:
+                value, winner = fmt.parse_bytes(found), path
+        return value, winner
+
+    def plan(self, cfg, mtu, plan):
+        if cfg.mtu == mtu:
+            return []
+        text = "# Managed by rdmaops.roce (link_mtu): the MTU of %s.\n[Link]\nMTUBytes=%d\n" % (cfg.interface, mtu)
+        value, winner = self._effective_with(cfg.details["network_file"], {cfg.path: text})
+        if value != mtu:
+            raise BackendError(
+                "%s sorts after %s and sets MTUBytes=%s; networkd would keep that value. Remove it there" % (winner, cfg.path, value)
+            )
+        before = self.ctx.read(cfg.path)
+        _file_change(self.ctx, cfg.path, before, text, 0o644, "networkd: %s sets MTUBytes=%d" % (cfg.path, mtu))
+        return [command(["networkctl", "reload"])] if self.running() else []
+
+    def effective(self, cfg):
+        return self._effective_with(cfg.details["network_file"], {})[0]
+
+
+# --------------------------------------------------------------------------------------------
+# ifupdown
+# --------------------------------------------------------------------------------------------
+class Ifupdown(Backend):
+    """Debian's ifupdown: the ``mtu`` option of the interface's ``iface`` stanza.
+
+    /etc/network/interfaces is read with its ``source`` and ``source-directory`` lines.  The
+    stanza keeps every other line; a method that ignores ``mtu`` (inet dhcp) gets
+    ``pre-up ip link set dev IF mtu N`` instead.  ifupdown reads it at the next ``ifup``
+    (boot, hotplug); nothing is re-run now, because ``ifdown``/``ifup`` would bounce the link.
+    A link that nothing configures gets a block of its own in /etc/network/interfaces
+    (``allow-hotplug`` + ``iface IF inet manual`` + ``mtu``), which sets no address.
+    """
+
+    name = "ifupdown"
+    MAIN = "/etc/network/interfaces"
+
+    def available(self):
+        return self.ctx.host.exists(self.MAIN)
+
+    def files(self):
+        order = []
+
+        def visit(path, depth):
+            if path in order or depth > 8:
+                return
+            text = self.ctx.read(path)
+            if text is None:
+                return
+            order.append(path)
+            directory = os.path.dirname(path)
+            for kind, arg in fmt.parse_ifupdown(text)["sources"]:
+                pattern = arg if arg.startswith("/") else os.path.join(directory, arg)
+                if kind == "source":
+                    for found in self.ctx.glob(pattern):
+                        visit(found, depth + 1)
+                else:
+                    for folder in self.ctx.glob(pattern):
+                        for name in self.ctx.host.listdir(folder):
+                            if fmt.SOURCE_DIRECTORY_NAME.match(name):
+                                visit(os.path.join(folder, name), depth + 1)
+
+        visit(self.MAIN, 0)
+        return order
+
+    def _with_stanzas(self, name):
+        found = []
+        for path in self.files():
+            text = self.ctx.read(path) or ""
+            if any(stanza.name == name for stanza in fmt.parse_ifupdown(text)["stanzas"]):
+                found.append((path, text))
+        return found
+
+    def find(self, link):
+        if not self.available():
+            self.note("%s does not exist" % self.MAIN)
+            return None
+        found = self._with_stanzas(link["name"])
+        if not found:
+            self.note("no iface stanza for %s in %s" % (link["name"], ", ".join(self.files())))
+            return None
+        values = [fmt.ifupdown_mtu(text, link["name"]) for _path, text in found]
+        values = [value for value in values if value is not None]
+        return Config(self, link["name"], found[0][0], values[-1] if values else None, files=[path for path, _t in found])
+
+    def create(self, link):
+        if not self.available():
+            return None
+        return Config(self, link["name"], self.MAIN, None, files=[], created=True)
+
+    def plan(self, cfg, mtu, plan):
+        if cfg.mtu == mtu:
+            return []
+        name = cfg.interface
+        if cfg.details.get("created"):
+            before = self.ctx.read(self.MAIN) or ""
+            after = merge_block(before, fmt.ifupdown_block(name, mtu), "mtu %s" % name)
+            _file_change(self.ctx, self.MAIN, before, after, 0o644, "ifupdown: %s gets a manual stanza for %s with mtu %d" % (self.MAIN, name, mtu))
+            return []
+        found = self._with_stanzas(name)
+        with_mtu = [(path, text) for path, text in found if fmt.ifupdown_mtu(text, name) is not None]
+        for path, text in with_mtu or found[:1]:
+            after = fmt.ifupdown_set_mtu(text, name, mtu)
+            _file_change(self.ctx, path, text, after, 0o644, "ifupdown: %s sets mtu %d for %s" % (path, mtu, name))
+        return []
+
+    def effective(self, cfg):
+        values = []
+        for path in self.files():
+            text = self.ctx.read(path) or ""
+            if cfg.details.get("created") and path == self.MAIN:
+                block = read_block(text, "mtu %s" % cfg.interface)
+                if block is not None:
+                    values.append(fmt.ifupdown_mtu("\n".join(block) + "\n", cfg.interface))
+                    continue
+            values.append(fmt.ifupdown_mtu(text, cfg.interface))
+        values = [value for value in values if value is not None]
+        return values[-1] if values else None
+
+
+# --------------------------------------------------------------------------------------------
+# ifcfg
+# --------------------------------------------------------------------------------------------
+class Ifcfg(Backend):
+    """Red Hat network-scripts: the ``MTU=`` line of ``/etc/sysconfig/network-scripts/ifcfg-<if>``.
+
+    Where NetworkManager runs it reads these files through its ifcfg-rh plugin and is used
+    instead (nmcli writes the same file).  Without it, the network service reads the file at
+    the next ``ifup`` (boot); nothing is re-run now.
+    """
+
+    name = "ifcfg"
+    DIR = "/etc/sysconfig/network-scripts"
+
+    def find(self, link):
+        name = link["name"]
+        direct = "%s/ifcfg-%s" % (self.DIR, name)
+        candidates = [direct] + [path for path in self.ctx.glob(self.DIR + "/ifcfg-*") if path != direct]
+        for path in candidates:
+            text = self.ctx.read(path)
+            if text is None:
+                continue
+            values = fmt.parse_ifcfg(text)
+            device = values.get("DEVICE")
+            hwaddr = values.get("HWADDR")
+            if device == name or (path == direct and not device) or (
+                not device and hwaddr and link.get("mac") and hwaddr.lower() == link["mac"].lower()
+            ):
+                return Config(self, name, path, _int_or_none(values.get("MTU")))
+        self.note("no ifcfg file for %s in %s" % (name, self.DIR))
+        return None
+
+    def plan(self, cfg, mtu, plan):
+        if cfg.mtu == mtu:
+            return []
+        before = self.ctx.read(cfg.path) or ""
+        _file_change(self.ctx, cfg.path, before, fmt.ifcfg_set_mtu(before, mtu), 0o644, "ifcfg: %s sets MTU=%d" % (cfg.path, mtu))
+        return []
+
+    def effective(self, cfg):
+        return _int_or_none(fmt.parse_ifcfg(self.ctx.read(cfg.path) or "").get("MTU"))
+
+
+CLASSES = dict(netplan=Netplan, networkmanager=NetworkManager, networkd=Networkd, ifupdown=Ifupdown, ifcfg=Ifcfg)
+
+
+def detect(ctx, link, backend="auto"):
+    """The :class:`Config` that persists ``link``'s MTU, or raise :class:`BackendError`.
+
+    ``backend`` names one system, or ``auto``: the first of netplan, NetworkManager
+    (running), systemd-networkd, ifupdown, ifcfg, NetworkManager keyfile (not running) that
+    configures the link; with none, a new ifupdown stanza where the host uses ifupdown.
+    """
+    if backend != "auto":
+        impl = CLASSES[backend](ctx)
+        cfg = impl.find(link)
+        if cfg is None and backend == "networkmanager":
+            cfg = impl.find_keyfile(link)
+        if cfg is None:
+            cfg = impl.create(link)
+        if cfg is None:
+            raise BackendError(
+                "backend %s does not configure %s on this host (%s). Configure the link there first (with its "
+                "addresses), or use backend: auto" % (backend, link["name"], "; ".join(ctx.notes))
+            )
+        return cfg
+    for name in BACKENDS:
+        cfg = CLASSES[name](ctx).find(link)
+        if cfg is not None:
+            return cfg
+    cfg = NetworkManager(ctx).find_keyfile(link)
+    if cfg is not None:
+        return cfg
+    others_in_charge = NetworkManager(ctx).running() or Networkd(ctx).running() or Netplan(ctx).files()
+    if not others_in_charge and ctx.runner.has("ifup"):
+        cfg = Ifupdown(ctx).create(link)
+        if cfg is not None:
+            return cfg
+    raise BackendError(
+        "nothing configures %s persistently on this host, and adding it to a network manager that does not "
+        "know it yet would let that manager take the link over (and drop addresses it did not set). "
+        "Checked: %s. Configure the link in the host's network configuration first, or use backend: runtime"
+        % (link["name"], "; ".join(ctx.notes))
+    )
+
+
+def _int_or_none(value):
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
