@@ -1,13 +1,22 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Writing configuration files safely.
+"""The one place that writes and removes host files.
 
-* :func:`write_atomic` writes through a temporary file in the same directory and renames it
-  over the target, so a reader (or a crash) never sees half a file.  An existing file keeps
-  its owner, group and mode; a new one gets the mode asked for.
-* :func:`merge_block` keeps everything in a file that the collection does not own and
-  replaces only the block between its ``BEGIN``/``END`` markers.
+Rules every caller gets:
+
+* **atomic**: a temporary file in the target's directory, fsync, rename, fsync of the directory;
+  a reader (or a crash) never sees half a file;
+* **symlinks followed and kept**: writing ``/etc/netplan/x.yaml`` that is a link writes the file
+  it points to (inside the host root), so the link stays a link;
+* **owner and mode kept** for an existing file; a new file gets the mode asked for;
+* **every byte we do not own kept**: text is decoded with ``surrogateescape``, so bytes that are
+  not UTF-8 survive an edit unchanged;
+* **ownership**: a whole file is written or removed only when it is absent, carries our marker
+  (``Managed by rdmaops.roce`` or a ``BEGIN rdmaops.roce`` block), or the user named it as ours
+  (``adopt``).  Anything else is refused with a message that says so.
+
+``merge_block`` keeps everything in a user's file and replaces only our marked block.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,28 +26,79 @@ __metaclass__ = type
 import os
 import tempfile
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RefusedError
+
 MARKER_BEGIN = "# BEGIN rdmaops.roce %s"
 MARKER_END = "# END rdmaops.roce %s"
+OWNERSHIP_MARKERS = ("Managed by rdmaops.roce", "BEGIN rdmaops.roce")
+ENCODING = "utf-8"
+ERRORS = "surrogateescape"  # undecodable bytes round-trip unchanged
 
 
-def read_text(host, host_path):
-    """A whole text file exactly as it is on disk (unlike HostRoot.read, the trailing newline
-    is kept), or None when it does not exist or cannot be read."""
+def decode(data):
+    return data.decode(ENCODING, ERRORS)
+
+
+def encode(text):
+    return text.encode(ENCODING, ERRORS)
+
+
+def for_display(text):
+    """Text safe to put in a result or diff (undecodable bytes shown as U+FFFD, never raw)."""
+    if text is None:
+        return None
+    return encode(text).decode(ENCODING, "replace")
+
+
+def read_bytes(host, host_path):
+    """A file's exact bytes, or None when it does not exist or cannot be read."""
     try:
         with open(host.path(host_path), "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
+            return handle.read()
     except (IOError, OSError):
         return None
 
 
-def write_atomic(host, host_path, content, mode=0o644, makedirs=False):
-    """Write ``content`` (text) to ``host_path`` under ``host`` if it differs.
+def read_text(host, host_path):
+    """A whole text file exactly as it is on disk (trailing newline kept, foreign bytes kept
+    through surrogateescape), or None when it does not exist or cannot be read."""
+    data = read_bytes(host, host_path)
+    return None if data is None else decode(data)
 
-    Return True when the file was written, False when it already had that content.
-    """
+
+def is_ours(text):
+    """True when ``text`` (a file's content) carries the collection's marker."""
+    return text is not None and any(marker in text for marker in OWNERSHIP_MARKERS)
+
+
+def check_owned(host, host_path, adopt=False, option=None):
+    """Refuse to replace or remove ``host_path`` unless it is absent, ours, or adopted."""
+    text = read_text(host, host_path)
+    if text is None or adopt or is_ours(text):
+        return
+    raise RefusedError(
+        "%s exists and was not written by rdmaops.roce (it has no 'Managed by rdmaops.roce' line), so it "
+        "was left alone: %s, or move the file away, or set adopt: true to let the collection take it over"
+        % (host_path, "name another file in %s" % option if option else "name another file"),
+        path=host_path,
+    )
+
+
+def resolve_target(host, host_path):
+    """The real path to write for ``host_path``: the end of its symlink chain, inside the host root."""
     real = host.path(host_path)
+    if not os.path.islink(real):
+        return real
+    target = os.path.realpath(real)
+    host.to_host(target)  # raises when the link leaves a recorded tree
+    return target
+
+
+def write_atomic(host, host_path, content, mode=0o644, makedirs=False):
+    """Write ``content`` (text or bytes) to ``host_path`` if it differs; return whether it was written."""
+    real = resolve_target(host, host_path)
     directory = os.path.dirname(real) or "."
-    data = content.encode("utf-8")
+    data = content if isinstance(content, bytes) else encode(content)
     try:
         with open(real, "rb") as handle:
             if handle.read() == data:
@@ -68,6 +128,29 @@ def write_atomic(host, host_path, content, mode=0o644, makedirs=False):
         raise
     _fsync_dir(directory)
     return True
+
+
+def remove(host, host_path):
+    """Remove ``host_path`` (the link itself when it is one); return whether something was removed."""
+    real = host.path(host_path)
+    if not os.path.lexists(real):
+        return False
+    os.unlink(real)
+    _fsync_dir(os.path.dirname(real))
+    return True
+
+
+def snapshot(host, host_path):
+    """What is needed to put ``host_path`` back as it is now: its bytes (None when absent)."""
+    return read_bytes(host, host_path)
+
+
+def restore(host, host_path, saved):
+    """Put back a :func:`snapshot`: the old bytes (owner and mode kept), or no file at all."""
+    if saved is None:
+        remove(host, host_path)
+    else:
+        write_atomic(host, host_path, saved)
 
 
 def _fsync_dir(directory):

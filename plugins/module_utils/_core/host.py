@@ -20,6 +20,8 @@ __metaclass__ = type
 import errno
 import os
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+
 HOST_ROOT_ENV = "RDMAOPS_HOST_ROOT"
 
 
@@ -40,6 +42,9 @@ class HostRoot:
         """Return the real filesystem path for an absolute host path."""
         if not host_path.startswith("/"):
             raise ValueError("host paths must be absolute, got %r" % (host_path,))
+        # '..' would climb out of a recorded tree (and means nothing good on a live host).
+        if ".." in host_path.split("/") or "\x00" in host_path:
+            raise InputError("host paths may not contain '..' or NUL, got %r" % (host_path,))
         if self.is_live:
             return host_path
         return os.path.join(self.root, host_path.lstrip("/"))

@@ -1,13 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Boot units the collection owns: one oneshot ``.service`` file, enabled for multi-user.target.
+"""Persistence the kernel does not give: boot units, udev rules, modprobe.d and modules-load.d.
 
 Settings that the kernel forgets at every boot (a module loaded in the right order, PCI
-config-space bits) are re-applied by a unit of our own.  It is enabled the way
-``systemctl enable`` does it for ``WantedBy=multi-user.target``: a symlink in
-``multi-user.target.wants``, written through the host root so a test tree can hold it, and
-``systemctl daemon-reload`` runs only on the live host under systemd.
+config-space bits, NIC knobs, QoS) are re-applied by files of our own.  Each is planned through
+:meth:`Plan.file`, so it is written only when it differs, only when it is ours (marker) or
+adopted, and put back when a later change fails.
+
+A boot unit is enabled the way ``systemctl enable`` does it for ``WantedBy=multi-user.target``:
+a symlink in ``multi-user.target.wants``, written through the host root so a test tree can hold
+it; ``systemctl daemon-reload`` runs only on the live host under systemd.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,30 +19,40 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import read_text, write_atomic
+from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import file_name
 
 SYSTEMD_DIR = "/etc/systemd/system"
 WANTS_DIR = SYSTEMD_DIR + "/multi-user.target.wants"
+UDEV_RULES_DIR = "/etc/udev/rules.d"
+MODPROBE_DIR = "/etc/modprobe.d"
+MODULES_LOAD_DIR = "/etc/modules-load.d"
 
 
 def valid_unit_name(name):
     return name.endswith(".service") and "/" not in name and not name.startswith(".")
 
 
+def unit_name(key, value):
+    """Validate a unit name option (a plain ``*.service`` file name)."""
+    return file_name(key, value, suffix=".service")
+
+
 class BootUnit:
     """``/etc/systemd/system/<name>`` and its ``multi-user.target.wants`` link."""
 
-    def __init__(self, host, runner, name):
+    def __init__(self, host, runner, name, adopt=False):
         self.host = host
         self.runner = runner
         self.name = name
+        self.adopt = adopt
         self.path = "%s/%s" % (SYSTEMD_DIR, name)
         self.wants_path = "%s/%s" % (WANTS_DIR, name)
         self.daemon_reload_result = None
 
     def text(self):
         """The unit file's exact content, None when absent."""
-        return read_text(self.host, self.path)
+        return files.read_text(self.host, self.path)
 
     def link_target(self):
         try:
@@ -49,18 +62,12 @@ class BootUnit:
 
     def plan(self, plan, text):
         """Add the changes that make the unit hold ``text`` and be enabled (``None``: removed, disabled)."""
-        plan.add("unit_file", self.text(), text, lambda: self._write(text),
-                 "%s %s" % ("write" if text else "remove", self.path), header=self.path)
+        plan.file(self.host, self.path, text, mode=0o644, key="unit_file", adopt=self.adopt, option="unit",
+                  description="%s %s" % ("write" if text else "remove", self.path))
+        before = self.link_target()
         link_after = self.path if text else None
-        plan.add("boot_unit_enabled", self.link_target(), link_after, lambda: self._link(link_after),
-                 "%s %s" % ("enable" if text else "disable", self.name))
-
-    def _write(self, text):
-        if text is None:
-            if self.host.exists(self.path):
-                os.unlink(self.host.path(self.path))
-            return
-        write_atomic(self.host, self.path, text, mode=0o644, makedirs=True)
+        plan.add("boot_unit_enabled", before, link_after, lambda: self._link(link_after),
+                 "%s %s" % ("enable" if text else "disable", self.name), undo=lambda: self._link(before))
 
     def _link(self, target):
         real = self.host.path(self.wants_path)
@@ -85,3 +92,14 @@ class BootUnit:
             outcome = "done" if result.rc == 0 else "failed: %s" % (result.stderr or "").strip()
         self.daemon_reload_result = outcome
         return outcome
+
+
+def udev_rules_path(name):
+    """``/etc/udev/rules.d/<name>`` for a validated rules file name."""
+    return "%s/%s" % (UDEV_RULES_DIR, file_name("rules_file", name, suffix=".rules"))
+
+
+def reload_udev(host, runner):
+    """``udevadm control --reload`` on the live host, so the next event reads the new rules."""
+    if host.is_live and runner.has("udevadm"):
+        runner.run(["udevadm", "control", "--reload"], check=False)

@@ -1,25 +1,57 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Plans: the *plan* step of the read -> plan -> apply -> re-read rhythm.
+"""Plans: the *plan* and *apply* steps of the read -> plan -> apply -> re-read rhythm.
 
-A module reads the current state, then adds one :class:`Change` per thing that differs from
-what was asked.  ``changed`` is simply "the plan is not empty", check mode stops before
+An engine reads the current state, then adds one :class:`Change` per thing that differs from
+what was asked.  ``changed`` is "the plan is not empty", check mode stops before
 :meth:`Plan.apply`, and diff mode shows the ``before``/``after`` every change recorded.
 Nothing is ever changed because a command ran; things change because they differed.
+
+Failures tell the truth, decided here per kind of change, not per module:
+
+* a **file** change (:meth:`Plan.file`) can always be undone: the old bytes are put back;
+* a **runtime** change may name its ``undo`` (setting the old MTU again); one that cannot be
+  undone safely (loading a kernel module under a running workload) names none;
+* a **step** (:meth:`Plan.then`: ``netplan generate``, ``apt-get update``) runs after the changes
+  and only when there are any; a step that ``validates`` the changes rolls them back when it fails.
+
+When applying stops part-way, every applied change that has an undo is undone (newest first)
+and :class:`ApplyError` says what is still applied, what was rolled back and what was never
+reached; the engine then reports ``failed`` with ``changed`` true exactly when something is
+still applied.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
+
+
+class ApplyError(RdmaopsError):
+    """Applying stopped part-way; ``applied``/``rolled_back``/``not_applied`` say where."""
+
+    def __init__(self, cause, applied, rolled_back, not_applied, rollback_failed):
+        msg = cause.msg if isinstance(cause, RdmaopsError) else "%s" % (cause,)
+        if rollback_failed:
+            msg += "; rolling back also failed for: %s" % "; ".join(rollback_failed)
+        details = dict(cause.details) if isinstance(cause, RdmaopsError) else {}
+        details.update(applied=applied, rolled_back=rolled_back, not_applied=not_applied)
+        if rollback_failed:
+            details["rollback_failed"] = rollback_failed
+        super(ApplyError, self).__init__(msg, **details)
+        self.cause = cause
+        self.applied = applied
+
 
 class Change:
-    """One ordered step: what differs, how to describe it, and how to make it so."""
+    """One ordered step: what differs, how to describe it, how to make it so and how to undo it."""
 
-    __slots__ = ("key", "before", "after", "action", "description", "header")
+    __slots__ = ("key", "before", "after", "action", "description", "header", "undo")
 
-    def __init__(self, key, before, after, action, description, header=None):
+    def __init__(self, key, before, after, action, description, header=None, undo=None):
         self.key = key
         self.before = before
         self.after = after
@@ -27,6 +59,18 @@ class Change:
         self.description = description
         # A header marks text content (a file): its diff is shown as a unified text diff.
         self.header = header
+        self.undo = undo
+
+
+class Step:
+    """Something to run once the changes are made (activation, cache refresh)."""
+
+    __slots__ = ("description", "action", "validates")
+
+    def __init__(self, description, action, validates):
+        self.description = description
+        self.action = action
+        self.validates = validates
 
 
 class Plan:
@@ -34,13 +78,45 @@ class Plan:
 
     def __init__(self):
         self._changes = []
+        self._steps = []
+        self.applied = []
+        self.rolled_back = []
 
-    def add(self, key, before, after, action, description, header=None):
+    def add(self, key, before, after, action, description, header=None, undo=None):
         """Add a change when ``before`` differs from ``after``; return whether it was added."""
         if before == after:
             return False
-        self._changes.append(Change(key, before, after, action, description, header))
+        self._changes.append(Change(key, before, after, action, description, header, undo))
         return True
+
+    def file(self, host, path, text, mode=0o644, description=None, key=None, adopt=False, option=None):
+        """Plan ``path`` to hold ``text`` (None: to be absent).  Refuses files we do not own;
+        the change undoes itself by putting the old bytes back."""
+        current = files.read_text(host, path)
+        if current == text:
+            return False
+        if text is None or current is not None:
+            files.check_owned(host, path, adopt=adopt, option=option)
+        saved = {}
+
+        def action():
+            saved["bytes"] = files.snapshot(host, path)
+            if text is None:
+                files.remove(host, path)
+            else:
+                files.write_atomic(host, path, text, mode=mode, makedirs=True)
+
+        def undo():
+            files.restore(host, path, saved.get("bytes"))
+
+        verb = "remove" if text is None else ("write" if current is None else "update")
+        return self.add(key or path, current, text, action, description or "%s %s" % (verb, path),
+                        header=path, undo=undo)
+
+    def then(self, description, action, validates=False):
+        """Run ``action`` after the changes, only when there are any.  A failing step that
+        ``validates`` the changes (``netplan generate``) rolls them back."""
+        self._steps.append(Step(description, action, validates))
 
     def __iter__(self):
         return iter(self._changes)
@@ -55,6 +131,9 @@ class Plan:
     def descriptions(self):
         return [change.description for change in self._changes]
 
+    def steps(self):
+        return [step.description for step in self._steps] if self._changes else []
+
     def diff(self):
         """Ansible diff: one entry for structured values, one per text file."""
         entries = []
@@ -63,8 +142,8 @@ class Plan:
             if change.header is not None:
                 entries.append(
                     dict(
-                        before=change.before or "",
-                        after=change.after or "",
+                        before=files.for_display(change.before) or "",
+                        after=files.for_display(change.after) or "",
                         before_header=change.header,
                         after_header=change.header,
                     )
@@ -76,15 +155,49 @@ class Plan:
             entries.insert(0, dict(before=before, after=after))
         return entries
 
-    def apply(self, check_mode):
-        """Run every change in order unless in check mode; return the descriptions acted on."""
-        if check_mode:
+    def apply(self, check_mode=False):
+        """Run every change, then every step, in order unless in check mode.
+
+        Return the descriptions acted on; raise :class:`ApplyError` when one fails.
+        """
+        if check_mode or not self._changes:
             return []
-        done = []
-        for change in self._changes:
-            change.action()
-            done.append(change.description)
-        return done
+        self.applied = []
+        index = 0
+        try:
+            for index, change in enumerate(self._changes):
+                change.action()
+                self.applied.append(change)
+        except (RdmaopsError, IOError, OSError) as exc:
+            self._fail(exc, self._changes[index:], rollback=True)
+        for step in self._steps:
+            try:
+                step.action()
+            except (RdmaopsError, IOError, OSError) as exc:
+                self._fail(exc, [], rollback=step.validates)
+        return [change.description for change in self.applied]
+
+    def _fail(self, exc, not_reached, rollback):
+        rolled_back, failed = [], []
+        if rollback:
+            for change in reversed(list(self.applied)):
+                if change.undo is None:
+                    continue
+                try:
+                    change.undo()
+                except (RdmaopsError, IOError, OSError) as undo_exc:
+                    failed.append("%s (%s)" % (change.description, undo_exc))
+                    continue
+                self.applied.remove(change)
+                rolled_back.append(change.description)
+        self.rolled_back = rolled_back
+        raise ApplyError(
+            exc,
+            applied=[change.description for change in self.applied],
+            rolled_back=rolled_back,
+            not_applied=[change.description for change in not_reached],
+            rollback_failed=failed,
+        )
 
     def result(self, check_mode, diff_mode):
         """The common part of a state-changing module's result."""

@@ -9,45 +9,20 @@ Rules every caller gets for free:
 * the binary is resolved with ``AnsibleModule.get_bin_path`` (PATH plus the sbin
   directories), so tests put recorded tools first on PATH;
 * the C locale, so parsers see the output format they were written against;
-* a failure is a :class:`CommandError` that carries cmd, rc, stdout and stderr, and
-  :func:`fail_from_error` turns it into a ``fail_json`` with all four.
+* a failure is a :class:`CommandError` (the collection's one error family) that carries cmd,
+  rc, stdout and stderr, which the engine puts into the failed result.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (  # noqa: F401 (re-exported)
+    CommandError,
+    ToolNotFound,
+)
+
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
-
-
-class ToolNotFound(Exception):
-    """A required executable is not on PATH."""
-
-    def __init__(self, tool):
-        super(ToolNotFound, self).__init__(
-            "%s was not found on PATH (nor in /sbin, /usr/sbin, /usr/local/sbin); install the "
-            "package that provides it or make it reachable" % tool
-        )
-        self.tool = tool
-
-
-class CommandError(Exception):
-    """A command exited with a status the caller did not accept."""
-
-    def __init__(self, result, msg=None):
-        self.result = result
-        super(CommandError, self).__init__(
-            msg or "command failed with rc=%d: %s" % (result.rc, " ".join(result.cmd))
-        )
-
-    def fail_kwargs(self):
-        return dict(
-            msg=str(self),
-            cmd=self.result.cmd,
-            rc=self.result.rc,
-            stdout=self.result.stdout,
-            stderr=self.result.stderr,
-        )
 
 
 class CommandResult:
@@ -74,6 +49,8 @@ class CommandRunner:
         self.module = module
         self._paths = {}
         self.history = []
+        # What ran, as people read it (tool names without their directory), for results.
+        self.commands = []
 
     def find(self, tool):
         """Absolute path of ``tool`` or None; looked up once per run."""
@@ -102,6 +79,7 @@ class CommandRunner:
         )
         result = CommandResult(full, rc, stdout, stderr)
         self.history.append(full)
+        self.commands.append(" ".join(argv))
         if check and rc not in ok_rcs:
             raise CommandError(result)
         return result
@@ -115,10 +93,8 @@ class CommandRunner:
 
 
 def fail_from_error(module, exc, **extra):
-    """``fail_json`` for the collection's own exceptions, with everything that explains them."""
-    if isinstance(exc, CommandError):
-        kwargs = exc.fail_kwargs()
-    else:
-        kwargs = dict(msg=str(exc))
+    """Transitional: modules not yet on the engine turn an error into ``fail_json`` here."""
+    kwargs = dict(exc.details) if hasattr(exc, "details") else {}
+    kwargs["msg"] = str(exc)
     kwargs.update(extra)
     module.fail_json(**kwargs)

@@ -14,12 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
 NET = "/sys/class/net"
 VLAN_CONFIG = "/proc/net/vlan/config"
-# A kernel interface name: at most 15 bytes, no '/', no whitespace, not '.' or '..'.
-IFNAME = re.compile(r"^(?!\.\.?$)[^/\s:]{1,15}$")
 
 
 class Links:

@@ -1,0 +1,26 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment:
+    """The option of every module that writes whole files of its own."""
+
+    DOCUMENTATION = r"""
+options:
+  adopt:
+    description:
+      - Take over files at the paths this module writes (unit, modprobe.d, sysctl.d, udev rules ...)
+        that rdmaops.roce did not write.
+      - By default such a file (one without a C(Managed by rdmaops.roce) line) is left alone and the
+        module fails naming it, before anything is changed; files the collection wrote carry that line.
+    type: bool
+    default: false
+notes:
+  - Files are written atomically; a symlink is followed and kept, an existing file keeps its owner
+    and mode, and bytes the module does not own are kept exactly (non-UTF-8 included).
+"""
