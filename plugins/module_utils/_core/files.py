@@ -166,38 +166,46 @@ def _fsync_dir(directory):
         os.close(fd)
 
 
+def _lines(text):
+    """Lines split on "\\n" only: str.splitlines() would also split (and so rewrite) form feeds,
+    "\\r\\n" and other separators in lines we do not own."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def _block_bounds(lines, name):
+    """``(begin, end)`` indexes of block ``name``'s marker lines in ``lines``, or None."""
+    try:
+        start = lines.index(MARKER_BEGIN % name)
+        return start, lines.index(MARKER_END % name, start)
+    except ValueError:
+        return None
+
+
 def merge_block(existing, block_lines, name):
     """Return ``existing`` text with our block ``name`` set to ``block_lines``.
 
     Lines outside the markers are kept byte for byte.  An empty ``block_lines`` removes the
     block (markers included).  A missing block is appended at the end.
     """
-    begin, end = MARKER_BEGIN % name, MARKER_END % name
-    lines = existing.splitlines() if existing else []
-    try:
-        start = lines.index(begin)
-        stop = lines.index(end, start)
-    except ValueError:
-        start = stop = None
-    new_block = [begin] + list(block_lines) + [end] if block_lines else []
-    if start is None:
+    lines = _lines(existing)
+    bounds = _block_bounds(lines, name)
+    new_block = [MARKER_BEGIN % name] + list(block_lines) + [MARKER_END % name] if block_lines else []
+    if bounds is None:
         if not new_block:
             return existing or ""
         if lines and lines[-1].strip():
             lines.append("")
         merged = lines + new_block
     else:
-        merged = lines[:start] + new_block + lines[stop + 1:]
+        merged = lines[:bounds[0]] + new_block + lines[bounds[1] + 1:]
     return "\n".join(merged) + "\n" if merged else ""
 
 
 def read_block(existing, name):
     """The lines of block ``name`` in ``existing``, or None when there is no such block."""
-    begin, end = MARKER_BEGIN % name, MARKER_END % name
-    lines = existing.splitlines() if existing else []
-    try:
-        start = lines.index(begin)
-        stop = lines.index(end, start)
-    except ValueError:
-        return None
-    return lines[start + 1:stop]
+    lines = _lines(existing)
+    bounds = _block_bounds(lines, name)
+    return None if bounds is None else lines[bounds[0] + 1:bounds[1]]
