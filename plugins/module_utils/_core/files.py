@@ -140,6 +140,21 @@ def remove(host, host_path):
     return True
 
 
+def write_attribute(host, host_path, text):
+    """Write ``text`` to an existing kernel attribute (a /proc/sys or /sys file) in one write.
+
+    procfs and sysfs allow no temporary file and rename, so this is the one in-place write; the
+    attribute is never created (O_TRUNC, as the shell's ``>`` does, so a recorded tree's plain file
+    holds exactly the new value).  An OSError (EINVAL, EACCES, EROFS, ENOENT ...) is raised as is,
+    for the caller to say what the kernel refused.
+    """
+    fd = os.open(host.path(host_path), os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, encode(text))
+    finally:
+        os.close(fd)
+
+
 def snapshot(host, host_path):
     """What is needed to put ``host_path`` back as it is now: its bytes (None when absent)."""
     return read_bytes(host, host_path)
