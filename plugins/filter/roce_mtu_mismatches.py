@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import int_or_none
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import roce_active_mtu
 
 
@@ -14,10 +15,13 @@ def roce_mtu_mismatches(rdma, host_mtu, interfaces=None, host=None):
     """RoCE ports whose netdev MTU or active_mtu is not what ``host_mtu`` gives (see roce_mtu_mismatches.yml)."""
     if not isinstance(rdma, dict) or "devices" not in rdma:
         raise AnsibleFilterError("roce_mtu_mismatches expects ansible_facts.rdma (run rdmaops.roce.rdma_facts first)")
-    try:
-        host_mtu = int(host_mtu)
-    except (TypeError, ValueError):
+    mtu = int_or_none(host_mtu)
+    if mtu is None:
         raise AnsibleFilterError("roce_mtu_mismatches: host_mtu=%r is not an integer" % (host_mtu,))
+    host_mtu = mtu
+    if isinstance(interfaces, str):
+        # one netdev name, not a list of its characters
+        interfaces = [interfaces]
     wanted = set(interfaces) if interfaces else None
     netdevs = rdma.get("netdevs") or {}
     out = []

@@ -107,9 +107,8 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.gpudirect import GpuDirectReport
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_facts
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.gpudirect import gather
 
 
 def main():
@@ -117,8 +116,7 @@ def main():
         argument_spec=dict(use_lspci=dict(type="bool", default=True)),
         supports_check_mode=True,
     )
-    report = GpuDirectReport(HostRoot(), CommandRunner(module), use_lspci=module.params["use_lspci"])
-    module.exit_json(changed=False, ansible_facts=dict(gpudirect=report.gather()))
+    run_facts(module, gather)
 
 
 if __name__ == "__main__":

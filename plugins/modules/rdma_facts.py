@@ -128,9 +128,8 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_facts
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import gather
 
 
 def main():
@@ -141,13 +140,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    gatherer = RdmaFacts(
-        HostRoot(),
-        CommandRunner(module),
-        use_tools=module.params["use_tools"],
-        gpu_topology=module.params["gpu_topology"],
-    )
-    module.exit_json(changed=False, ansible_facts=dict(rdma=gatherer.gather()))
+    run_facts(module, gather)
 
 
 if __name__ == "__main__":

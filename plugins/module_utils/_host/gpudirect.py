@@ -19,56 +19,25 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (  # noqa: F401 (NVIDIA_VENDOR, GPU_CLASSES re-exported)
+    GPU_CLASSES,
+    IOMMU_CLASS,
+    IOMMU_GROUPS,
+    MELLANOX_VENDOR,
+    MODULES,
+    NVIDIA_VENDOR,
+    PCI_DEVICES,
+)
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.pci import (  # noqa: F401 (parse_* re-exported)
+    CMDLINE_KEYS,
+    parse_cmdline,
+    parse_lspci_acs,
+    pci_chain,
+)
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import pci_chain
-
-PCI_DEVICES = "/sys/bus/pci/devices"
-IOMMU_GROUPS = "/sys/kernel/iommu_groups"
-IOMMU_CLASS = "/sys/class/iommu"
-NVIDIA_VENDOR = "0x10de"
-MELLANOX_VENDOR = "0x15b3"
-GPU_CLASSES = ("0x0300", "0x0302")
-CMDLINE_KEYS = ("iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict", "pci")
 PASSTHROUGH_TYPES = ("identity",)
 TRANSLATED_TYPES = ("DMA", "DMA-FQ", "unmanaged", "blocked")
 ACS_REDIRECT_BITS = ("ReqRedir", "CmpltRedir", "EgressCtrl")
-
-_LSPCI_HEADER = re.compile(r"^([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (.*)$")
-_ACS_FLAG = re.compile(r"([A-Za-z]+)([+-])")
-
-
-def parse_cmdline(text):
-    """The IOMMU-related parameters of a kernel command line (the last one of a name wins)."""
-    params = {}
-    for token in (text or "").split():
-        if token == "--":
-            break
-        name, _sep, value = token.partition("=")
-        if name in CMDLINE_KEYS:
-            params[name] = value
-    return params
-
-
-def parse_lspci_acs(text):
-    """``{bdf: {"name", "acs_cap"/"acs_ctl" (flag -> bool) or None, "access_denied"}}`` from ``lspci -D -vvv``."""
-    devices = {}
-    current = None
-    for line in (text or "").splitlines():
-        match = _LSPCI_HEADER.match(line)
-        if match:
-            current = match.group(1).lower()
-            devices[current] = dict(name=match.group(2).strip(), acs_cap=None, acs_ctl=None, access_denied=False)
-            continue
-        if current is None:
-            continue
-        stripped = line.strip()
-        for label, key in (("ACSCap:", "acs_cap"), ("ACSCtl:", "acs_ctl")):
-            if stripped.startswith(label):
-                devices[current][key] = dict((flag, sign == "+") for flag, sign in _ACS_FLAG.findall(stripped[len(label):]))
-        if "<access denied>" in stripped:
-            devices[current]["access_denied"] = True
-    return devices
 
 
 class GpuDirectReport:
@@ -203,6 +172,12 @@ class GpuDirectReport:
     # -- peer memory --------------------------------------------------------------------------
     def _peermem(self):
         return dict(
-            nvidia_peermem=self.host.isdir("/sys/module/nvidia_peermem"),
-            nv_peer_mem=self.host.isdir("/sys/module/nv_peer_mem"),
+            nvidia_peermem=self.host.isdir(MODULES + "/nvidia_peermem"),
+            nv_peer_mem=self.host.isdir(MODULES + "/nv_peer_mem"),
         )
+
+
+def gather(ctx, params):
+    """The gpudirect_facts module's result: ``ansible_facts.gpudirect`` (for ``run_facts``)."""
+    report = GpuDirectReport(ctx.host, ctx.runner, use_lspci=params.get("use_lspci", True))
+    return dict(changed=False, ansible_facts=dict(gpudirect=report.gather()))

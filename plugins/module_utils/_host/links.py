@@ -14,7 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-NET = "/sys/class/net"
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import NET_CLASS as NET
+
 VLAN_CONFIG = "/proc/net/vlan/config"
 
 

@@ -15,21 +15,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (  # noqa: F401 (GPU_CLASSES, NVIDIA_VENDOR re-exported)
+    GPU_CLASSES,
+    IB_CLASS,
+    MODULES,
+    NET_CLASS,
+    NVIDIA_VENDOR,
+    PCI_DEVICES,
+)
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute import parse_ip_addr_json
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.ofed_info import parse_ofed_info
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.pci import is_pci_address, pci_chain, pci_relation
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import (
     decode_gid,
-    is_pci_address,
     parse_ibv_devinfo,
-    parse_ip_addr_json,
     parse_numbered_state,
-    parse_ofed_info,
-    pci_chain,
-    pci_relation,
     roce_active_mtu,
 )
-
-IB_CLASS = "/sys/class/infiniband"
-NET_CLASS = "/sys/class/net"
-PCI_DEVICES = "/sys/bus/pci/devices"
 
 # Modules whose presence the rest of the collection decides on.
 REPORTED_MODULES = (
@@ -48,10 +50,6 @@ REPORTED_MODULES = (
 # Software RDMA devices have no PCI function behind them; rdma-core's providers recognise
 # them by name in the same way (VERBS_NAME_MATCH).
 SOFTWARE_DRIVERS = (("rxe", "rdma_rxe"), ("siw", "siw"))
-
-NVIDIA_VENDOR = "0x10de"
-GPU_CLASSES = ("0x0300", "0x0302")  # VGA-compatible and 3D controllers
-
 
 class RdmaFacts:
     """Collect ``ansible_facts.rdma`` from a :class:`HostRoot` and a :class:`CommandRunner`."""
@@ -77,7 +75,7 @@ class RdmaFacts:
             devices=devices,
             netdevs=netdevs,
             stack=self._stack(),
-            modules=dict((mod, self.host.isdir("/sys/module/" + mod)) for mod in REPORTED_MODULES),
+            modules=dict((mod, self.host.isdir("%s/%s" % (MODULES, mod))) for mod in REPORTED_MODULES),
         )
         if self.gpu_topology:
             facts["gpus"] = self._gpus(devices)
@@ -256,8 +254,8 @@ class RdmaFacts:
     # -- driver stack ---------------------------------------------------------------------
     def _stack(self):
         kernel = self.host.read("/proc/sys/kernel/osrelease")
-        mlx5_version = self.host.read("/sys/module/mlx5_core/version")
-        mlx5_loaded = self.host.isdir("/sys/module/mlx5_core")
+        mlx5_version = self.host.read(MODULES + "/mlx5_core/version")
+        mlx5_loaded = self.host.isdir(MODULES + "/mlx5_core")
         ofed = None
         if self.runner is not None:
             result = self.runner.run_optional(["ofed_info", "-s"])
@@ -291,7 +289,7 @@ class RdmaFacts:
             )
         else:
             rdma_core = self._rdma_core_version()
-            if rdma_core or self.host.isdir("/sys/module/ib_core") or self.host.isdir("/etc/rdma"):
+            if rdma_core or self.host.isdir(MODULES + "/ib_core") or self.host.isdir("/etc/rdma"):
                 stack["flavor"] = "inbox"
                 stack["version"] = rdma_core
                 stack["evidence"].append(
@@ -345,6 +343,17 @@ class RdmaFacts:
         for gpu in gpus:
             del gpu["chain"]
         return gpus
+
+
+def gather(ctx, params):
+    """The rdma_facts module's result: ``ansible_facts.rdma`` read through ``ctx`` (for ``run_facts``)."""
+    facts = RdmaFacts(
+        ctx.host,
+        ctx.runner,
+        use_tools=params.get("use_tools", True),
+        gpu_topology=params.get("gpu_topology", True),
+    ).gather()
+    return dict(changed=False, ansible_facts=dict(rdma=facts))
 
 
 def _numeric(name):
