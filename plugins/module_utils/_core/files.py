@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import os
 import tempfile
 
@@ -138,6 +139,31 @@ def remove(host, host_path):
     os.unlink(real)
     _fsync_dir(os.path.dirname(real))
     return True
+
+
+def file_mode(host, host_path):
+    """Permission bits of ``host_path`` (of its symlink target), or None when it does not exist."""
+    try:
+        return os.stat(host.path(host_path)).st_mode & 0o7777
+    except (IOError, OSError):
+        return None
+
+
+def set_mode(host, host_path, mode):
+    """``chmod`` ``host_path`` (its symlink target, inside the host root)."""
+    os.chmod(resolve_target(host, host_path), mode)
+
+
+def sha256(host, host_path, chunk=1024 * 1024):
+    """SHA-256 (hex) of a file of any size, read in chunks; None when it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with open(host.path(host_path), "rb") as handle:
+            for block in iter(lambda: handle.read(chunk), b""):
+                digest.update(block)
+    except (IOError, OSError):
+        return None
+    return digest.hexdigest()
 
 
 def write_attribute(host, host_path, text):
