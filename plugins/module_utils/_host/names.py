@@ -16,14 +16,23 @@ import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 
-# C isspace(): space, \t, \n, \v, \f, \r.
-IFNAME = re.compile(r"(?!\.\.?\Z)[^/: \t\n\v\f\r]{1,15}")
+# C isspace(): space, \t, \n, \v, \f, \r (NUL ends a C string, so it cannot be in a name).
+IFNAME = re.compile(r"(?!\.\.?\Z)[^/: \t\n\v\f\r\x00]{1,15}")
 RULE = "1-15 bytes, not '.' or '..', no '/', ':' or whitespace"
+# The kernel's isspace() (lib/ctype.c) also counts the byte 0xA0 (Latin-1 no-break space), so a
+# UTF-8 name with that byte in it (U+00A0, 'à' = C3 A0 ...) is refused too.
+_KERNEL_SPACE_BYTE = b"\xa0"
 
 
 def valid_ifname(name):
     """True when ``name`` is a name the kernel accepts for a netdev."""
-    return isinstance(name, str) and len(name.encode("utf-8")) <= 15 and IFNAME.fullmatch(name) is not None
+    if not isinstance(name, str):
+        return False
+    try:
+        raw = name.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates cannot be sent to the kernel
+        return False
+    return len(raw) <= 15 and _KERNEL_SPACE_BYTE not in raw and IFNAME.fullmatch(name) is not None
 
 
 def check_ifname(key, name):

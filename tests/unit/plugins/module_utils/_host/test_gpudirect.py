@@ -1,7 +1,5 @@
 """GPUDirect RDMA prerequisites read from the CX-7 GPU server tree plus IOMMU groups and lspci."""
 
-import pytest
-
 import hosttree
 from ansible_collections.rdmaops.roce.plugins.module_utils._host import gpudirect
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandResult
@@ -110,14 +108,4 @@ def test_no_gpu_means_not_applicable_and_no_problems(tmp_path):
     assert report["problems"] == [] and report["gpus"] == []
 
 
-@pytest.mark.parametrize(
-    "cmdline, expected",
-    [
-        ("ro quiet", {}),
-        ("intel_iommu=on iommu=pt", {"intel_iommu": "on", "iommu": "pt"}),
-        ("amd_iommu=on iommu.passthrough=1 iommu=off iommu=pt", {"amd_iommu": "on", "iommu.passthrough": "1", "iommu": "pt"}),
-        ("iommu=pt -- iommu=off", {"iommu": "pt"}),
-    ],
-)
-def test_cmdline(cmdline, expected):
-    assert gpudirect.parse_cmdline(cmdline) == expected
+# test_cmdline moved to tests/unit/plugins/module_utils/_parsers/test_pci.py with parse_cmdline
