@@ -14,6 +14,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import re
+
+try:
+    from collections.abc import Mapping
+except ImportError:  # Python 2
+    from collections import Mapping
 
 PRESETS = {
     # PFC and ECN on the RoCE priority: the NVIDIA "lossless RoCE" profile.
@@ -41,7 +47,15 @@ ECN_KEYS = set(DEFAULTS["ecn"])
 
 MTU_MIN = 1280  # the IPv6 minimum; RoCE needs at least 1024 bytes of payload
 MTU_MAX = 9216  # the largest L2 MTU common switch ASICs accept
+# The two low ToS bits are the ECN field (RFC 3168): the intent's ToS is DSCP << 2 | ECN bits.
+NOT_ECT = 0  # not ECN-capable
+ECT1 = 1  # ECN-capable transport, codepoint 1
 ECT0 = 2  # ECN-capable transport codepoint the NICs set on RoCE packets
+CE = 3  # congestion experienced: set by a switch, never by a sender
+ECN_MASK = 3
+
+# A key as a user writes one: a plain name, matched whole (a trailing newline is not a name).
+KEY_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 class IntentError(ValueError):
@@ -58,19 +72,134 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_text(value):
+    return isinstance(value, str)
+
+
+def _is_list(value):
+    return isinstance(value, list)
+
+
+def _kind(value):
+    """What ``value`` is, in YAML's words (never a Python type name)."""
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, bool):
+        return "true/false"
+    if _is_int(value):
+        return "a number"
+    if isinstance(value, float):
+        return "a decimal number"
+    if _is_text(value):
+        return "text"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if _is_list(value):
+        return "a list"
+    return "a value of another kind"
+
+
+def _scalar(value):
+    """A scalar as a message shows it (text quoted, so stray whitespace shows); None for anything else."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if _is_int(value):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(float(value))
+    if _is_text(value):
+        return repr(str(value))
+    return None
+
+
+def _show(value):
+    """``value`` for a message: a scalar or a list of scalars as written, None for anything bigger."""
+    if _is_list(value):
+        items = [_scalar(item) for item in value]
+        return None if None in items else "[" + ", ".join(items) + "]"
+    return _scalar(value)
+
+
+def _at(key, value):
+    """``roce_fabric.key=value``, or ``roce_fabric.key`` when the value is too big to show."""
+    shown = _show(value)
+    return "roce_fabric.%s" % key + ("" if shown is None else "=" + shown)
+
+
+def _not_kind(value, wanted):
+    """The wrong kind of value the user gave (``, not a list``), or "" when the kind is right."""
+    kind = _kind(value)
+    if kind == wanted:
+        return ""
+    if _is_text(value) and wanted in ("a number", "true/false"):
+        return ", not text (write it without quotes)"
+    return ", not %s" % kind
+
+
+def _key_name(key):
+    """A key for a message: a plain name as is, anything else quoted or described."""
+    if _is_text(key) and KEY_NAME.fullmatch(key):
+        return key
+    return _scalar(key) or _kind(key)
+
+
+def _check_keys(problems, where, mapping, known, example):
+    """Refuse keys that are not text, and text keys that are not known (typos, stray whitespace)."""
+    not_text = [key for key in mapping if not _is_text(key)]
+    if not_text:
+        problems.append(
+            "%s has key(s) %s that are not names: write each key as a name such as %s%s; known keys: %s"
+            % (
+                where,
+                ", ".join(sorted(_key_name(key) for key in not_text)),
+                example,
+                " (YAML reads an unquoted yes/no/on/off/true/false as true/false: quote it)"
+                if any(isinstance(key, bool) for key in not_text) else "",
+                ", ".join(sorted(known)),
+            )
+        )
+    unknown = [key for key in mapping if _is_text(key) and key not in known]
+    if unknown:
+        stray = any(key.strip() in known for key in unknown)
+        problems.append(
+            "%s has unknown key(s) %s; known keys: %s%s"
+            % (
+                where,
+                ", ".join(sorted(_key_name(key) for key in unknown)),
+                ", ".join(sorted(known)),
+                " (remove the whitespace around the key)" if stray else "",
+            )
+        )
+
+
 def _check_int(problems, key, value, low, high, hint):
     if not _is_int(value) or not low <= value <= high:
-        problems.append("roce_fabric.%s=%r: must be an integer %d..%d (%s)" % (key, value, low, high, hint))
+        problems.append(
+            "%s: must be an integer %d..%d (%s)%s" % (_at(key, value), low, high, hint, _not_kind(value, "a number"))
+        )
         return False
     return True
 
 
+def _check_choice(problems, key, value, choices, fix):
+    """Text that must be one of ``choices``, compared whole: ``'dscp\n'`` is not ``dscp``."""
+    if _is_text(value) and value in choices:
+        return True
+    stray = _is_text(value) and value.strip() in choices
+    problems.append(
+        "%s: %s%s" % (_at(key, value), fix, "; remove the whitespace around it" if stray else _not_kind(value, "text"))
+    )
+    return False
+
+
 def _check_priorities(problems, key, value):
-    if not isinstance(value, list) or not all(_is_int(item) and 0 <= item <= 7 for item in value):
-        problems.append("roce_fabric.%s=%r: must be a list of priorities 0..7, e.g. [3]" % (key, value))
+    if not _is_list(value) or not all(_is_int(item) and 0 <= item <= 7 for item in value):
+        problems.append("%s: must be a list of priorities 0..7, e.g. [3]%s" % (_at(key, value), _not_kind(value, "a list")))
         return False
     if len(set(value)) != len(value):
-        problems.append("roce_fabric.%s=%r: lists a priority twice" % (key, value))
+        problems.append("%s: lists a priority twice" % _at(key, value))
         return False
     return True
 
@@ -78,36 +207,41 @@ def _check_priorities(problems, key, value):
 def resolve_intent(raw):
     """Validate ``raw`` (the user's ``roce_fabric``) and return the complete intent.
 
-    Raises :class:`IntentError` listing every problem found.
+    Raises :class:`IntentError` listing every problem found; every problem names the key and the
+    fix in the words of YAML (a mapping, a list, text, a number), whatever the input holds.
     """
     if raw is None:
         raw = {}
-    if not isinstance(raw, dict):
-        raise IntentError(["roce_fabric must be a mapping (preset plus overrides), got %s" % type(raw).__name__])
+    if not isinstance(raw, Mapping):
+        shown = _show(raw)
+        raise IntentError([
+            "roce_fabric must be a mapping (a preset plus overrides, e.g. roce_fabric: {preset: lossless}), not %s%s"
+            % (_kind(raw), "" if shown is None else " (%s)" % shown)
+        ])
     problems = []
-    unknown = sorted(set(raw) - USER_KEYS)
-    if unknown:
-        problems.append(
-            "roce_fabric has unknown key(s) %s; known keys: %s" % (", ".join(unknown), ", ".join(sorted(USER_KEYS)))
-        )
+    _check_keys(problems, "roce_fabric", raw, USER_KEYS, "preset or host_mtu")
     intent = copy.deepcopy(DEFAULTS)
+    ecn_ok = True
     for key, value in raw.items():
-        if key == "ecn" and isinstance(value, dict):
-            bad = sorted(set(value) - ECN_KEYS)
-            if bad:
+        if not _is_text(key) or key not in USER_KEYS:
+            continue
+        if key == "ecn":
+            if isinstance(value, Mapping):
+                _check_keys(problems, "roce_fabric.ecn", value, ECN_KEYS, "probability_percent")
+                intent["ecn"].update((name, item) for name, item in value.items() if _is_text(name) and name in ECN_KEYS)
+            else:
+                ecn_ok = False
                 problems.append(
-                    "roce_fabric.ecn has unknown key(s) %s; known keys: %s" % (", ".join(bad), ", ".join(sorted(ECN_KEYS)))
+                    "%s: must be a mapping with %s, e.g. ecn: {probability_percent: 100}%s"
+                    % (_at("ecn", value), ", ".join(sorted(ECN_KEYS)), _not_kind(value, "a mapping"))
                 )
-            intent["ecn"].update(value)
-        elif key in USER_KEYS:
+        else:
             intent[key] = value
 
-    preset = intent["preset"]
-    if preset not in PRESETS:
-        problems.append("roce_fabric.preset=%r: choose one of %s" % (preset, ", ".join(sorted(PRESETS))))
-        raise IntentError(problems)
-    if intent["trust"] not in ("dscp", "pcp"):
-        problems.append("roce_fabric.trust=%r: choose dscp (routed RoCEv2, recommended) or pcp (VLAN priority)" % (intent["trust"],))
+    mode = None
+    if _check_choice(problems, "preset", intent["preset"], PRESETS, "choose one of %s (e.g. preset: lossless)" % ", ".join(sorted(PRESETS))):
+        mode = PRESETS[intent["preset"]]
+    _check_choice(problems, "trust", intent["trust"], ("dscp", "pcp"), "choose dscp (routed RoCEv2, recommended) or pcp (VLAN priority)")
 
     dscp_ok = _check_int(problems, "roce_dscp", intent["roce_dscp"], 0, 63, "the DSCP RoCE traffic is marked with, 26 by convention")
     dscp_ok &= _check_int(problems, "cnp_dscp", intent["cnp_dscp"], 0, 63, "the DSCP of congestion notification packets, 48 by convention")
@@ -121,28 +255,28 @@ def resolve_intent(raw):
             "or they queue behind the congestion they report" % intent["cnp_priority"]
         )
 
-    mode = PRESETS[preset]
     roce_prio = intent["roce_priority"] if prio_ok else None
     if "pfc_priorities" not in raw:
-        intent["pfc_priorities"] = [roce_prio] if mode["pfc"] == "roce" and roce_prio is not None else []
+        intent["pfc_priorities"] = [roce_prio] if mode and mode["pfc"] == "roce" and roce_prio is not None else []
     if "ecn_priorities" not in raw:
         intent["ecn_priorities"] = [roce_prio] if roce_prio is not None else []
-    if _check_priorities(problems, "pfc_priorities", intent["pfc_priorities"]) and roce_prio is not None:
+    pfc_ok = _check_priorities(problems, "pfc_priorities", intent["pfc_priorities"])
+    if pfc_ok and mode and roce_prio is not None:
         if mode["pfc"] == "roce" and intent["pfc_priorities"] != [roce_prio]:
             problems.append(
-                "roce_fabric.pfc_priorities=%r: the lossless preset enables PFC on the RoCE priority only (%s); "
-                "PFC on other priorities spreads pause storms" % (intent["pfc_priorities"], roce_prio)
+                "roce_fabric.pfc_priorities=%s: the lossless preset enables PFC on the RoCE priority only (%s); "
+                "PFC on other priorities spreads pause storms" % (_show(intent["pfc_priorities"]), roce_prio)
             )
         if mode["pfc"] == "none" and intent["pfc_priorities"]:
             problems.append(
-                "roce_fabric.pfc_priorities=%r: the lossy_ecn preset uses no PFC; remove pfc_priorities or use "
-                "preset: lossless" % (intent["pfc_priorities"],)
+                "roce_fabric.pfc_priorities=%s: the lossy_ecn preset uses no PFC; remove pfc_priorities or use "
+                "preset: lossless" % (_show(intent["pfc_priorities"]),)
             )
     if _check_priorities(problems, "ecn_priorities", intent["ecn_priorities"]) and roce_prio is not None:
         if roce_prio not in intent["ecn_priorities"]:
             problems.append(
-                "roce_fabric.ecn_priorities=%r: must include the RoCE priority %s, DCQCN depends on ECN marks there"
-                % (intent["ecn_priorities"], roce_prio)
+                "roce_fabric.ecn_priorities=%s: must include the RoCE priority %s, DCQCN depends on ECN marks there"
+                % (_show(intent["ecn_priorities"]), roce_prio)
             )
 
     host_ok = _check_int(problems, "host_mtu", intent["host_mtu"], MTU_MIN, MTU_MAX, "9000 for jumbo RoCE")
@@ -153,19 +287,28 @@ def resolve_intent(raw):
             "lower host_mtu or raise switch_mtu" % (intent["host_mtu"], intent["switch_mtu"])
         )
 
+    # ToS = DSCP << 2 | ECN bits.  A sender marks ECT(0), ECT(1) or Not-ECT; CE (0b11) is the
+    # switch's "congestion experienced" mark, and a ToS carrying it makes every packet look congested.
     if "roce_tos" not in raw and dscp_ok:
         intent["roce_tos"] = (intent["roce_dscp"] << 2) | ECT0
     if "roce_tos" in intent and _check_int(problems, "roce_tos", intent["roce_tos"], 0, 255, "ToS = DSCP << 2 | ECN bits, 106 for DSCP 26"):
-        if dscp_ok and intent["roce_tos"] >> 2 != intent["roce_dscp"]:
+        tos = intent["roce_tos"]
+        fix = (intent["roce_dscp"] << 2) | ECT0 if dscp_ok else (tos & ~ECN_MASK) | ECT0
+        if dscp_ok and tos >> 2 != intent["roce_dscp"]:
             problems.append(
                 "roce_fabric.roce_tos=%d carries DSCP %d but roce_dscp is %d; use %d (or drop roce_tos to derive it)"
-                % (intent["roce_tos"], intent["roce_tos"] >> 2, intent["roce_dscp"], (intent["roce_dscp"] << 2) | ECT0)
+                % (tos, tos >> 2, intent["roce_dscp"], fix)
+            )
+        if tos & ECN_MASK == CE:
+            problems.append(
+                "roce_fabric.roce_tos=%d sets the ECN bits (the two low bits) to CE, 0b11 (congestion experienced), "
+                "which only a congested switch may set: every RoCE packet would report congestion; keep them at "
+                "ECT(0) 0b10, ECT(1) 0b01 or Not-ECT 0b00: use %d (DSCP %d with ECT(0)), or drop roce_tos to derive it"
+                % (tos, fix, fix >> 2)
             )
 
     ecn = intent["ecn"]
-    if not isinstance(raw.get("ecn", {}), dict):
-        problems.append("roce_fabric.ecn must be a mapping with %s" % ", ".join(sorted(ECN_KEYS)))
-    else:
+    if ecn_ok:
         low_ok = _check_int(problems, "ecn.min_threshold_bytes", ecn["min_threshold_bytes"], 1, 1 << 30, "queue depth where ECN marking starts")
         high_ok = _check_int(problems, "ecn.max_threshold_bytes", ecn["max_threshold_bytes"], 1, 1 << 30, "queue depth where marking reaches its probability")
         if low_ok and high_ok and ecn["min_threshold_bytes"] >= ecn["max_threshold_bytes"]:
@@ -175,8 +318,10 @@ def resolve_intent(raw):
             )
         _check_int(problems, "ecn.probability_percent", ecn["probability_percent"], 1, 100, "marking probability at the max threshold")
     if not isinstance(intent["global_pause"], bool):
-        problems.append("roce_fabric.global_pause=%r: must be true or false" % (intent["global_pause"],))
-    elif intent["global_pause"] and intent["pfc_priorities"]:
+        problems.append(
+            "%s: must be true or false%s" % (_at("global_pause", intent["global_pause"]), _not_kind(intent["global_pause"], "true/false"))
+        )
+    elif intent["global_pause"] and pfc_ok and intent["pfc_priorities"]:
         problems.append("roce_fabric.global_pause=true conflicts with PFC: a port runs either link-level pause or PFC, set it to false")
 
     if problems:

@@ -2,9 +2,11 @@
 
 import json
 import os
+import re
 import sys
 
 import pytest
+import yaml
 
 import ansiblerun
 
@@ -33,9 +35,20 @@ def write_inventory(tmp_path, roce_fabric):
             "vars": {"roce_fabric": roce_fabric},
         }
     }
-    path = tmp_path / "inventory.json"
-    path.write_text(json.dumps(inventory))
+    # YAML, as users write inventories: a key like 1 stays a number (JSON would make it text).
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(inventory))
     return path
+
+
+# What must never reach a user: a Python type name or a traceback (ansible-core 2.19 passes its own
+# list/dict/int subclasses to filters, so a TypeError once surfaced as '_AnsibleLazyTemplateList').
+PYTHON_WORDS = re.compile(r"\b(dict|str|int|bool|NoneType|unhashable|Traceback)\b|_Ansible|<class|expected str instance")
+
+
+def host_tasks(out):
+    """The tasks ansible-playbook started, other than resolving the intent."""
+    return [name for name in re.findall(r"^TASK \[(.+?)\]", out, re.M) if not name.startswith("Resolve ")]
 
 
 @pytest.mark.parametrize(
@@ -44,15 +57,46 @@ def write_inventory(tmp_path, roce_fabric):
         ({"preset": "lossless", "cnp_priority": 3}, "roce_fabric.cnp_priority=3 equals roce_priority"),
         ({"host_mtu": 9216, "switch_mtu": 9000}, "host_mtu=9216 is above switch_mtu=9000"),
         ({"preset": "lossy_ecn", "pfc_priorities": [3]}, "the lossy_ecn preset uses no PFC"),
+        # Wrong kinds of value, as ansible-core hands them to the filter (lazy lists, tagged ints).
+        ({"preset": ["lossless"]}, "roce_fabric.preset=['lossless']: choose one of lossless, lossy_ecn (e.g. preset: lossless), not a list"),
+        ({1: 2}, "roce_fabric has key(s) 1 that are not names: write each key as a name such as preset or host_mtu"),
+        ({"roce_dscp": {"value": 26}}, "roce_fabric.roce_dscp: must be an integer 0..63"),
+        ({"host_mtu": True}, "roce_fabric.host_mtu=true: must be an integer 1280..9216 (9000 for jumbo RoCE), not true/false"),
+        ({"preset": "lossless\n"}, "choose one of lossless, lossy_ecn (e.g. preset: lossless); remove the whitespace around it"),
+        ({"roce_tos": 107}, "roce_fabric.roce_tos=107 sets the ECN bits (the two low bits) to CE"),
     ],
+    ids=repr,
 )
 def test_bad_intent_stops_before_any_host_is_contacted(tmp_path, roce_fabric, message):
     proc = run_playbook("site.yml", write_inventory(tmp_path, roce_fabric))
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert message in out
+    assert not PYTHON_WORDS.search(out), out
     assert "UNREACHABLE" not in out and "Could not resolve hostname" not in out
     assert "Read OS, kernel and Python" not in out  # the second play never started
+
+
+@pytest.mark.parametrize(
+    "playbook, tags",
+    [
+        ("site.yml", ["--skip-tags", "preflight"]),
+        ("site.yml", ["--tags", "nic", "--skip-tags", "preflight"]),
+        ("site.yml", ["--tags", "drivers,tuning"]),
+        ("preflight.yml", ["--skip-tags", "preflight"]),
+        ("validate.yml", ["--tags", "bandwidth"]),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else value,
+)
+def test_bad_intent_is_refused_before_any_host_task_whatever_the_tags(tmp_path, playbook, tags):
+    """--skip-tags preflight (or any --tags) must not let a host task run ahead of the intent check."""
+    proc = run_playbook(playbook, write_inventory(tmp_path, {"cnp_priority": 3}), extra_args=tags)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "roce_fabric.cnp_priority=3 equals roce_priority" in out
+    assert host_tasks(proc.stdout) == [], proc.stdout
+    assert "UNREACHABLE" not in out and "Could not resolve hostname" not in out
+    assert re.search(r"^localhost\s+: ok=0\s+changed=0\s.*failed=1", proc.stdout, re.M), proc.stdout
 
 
 def local_inventory(tmp_path):
