@@ -25,6 +25,9 @@ description:
   - C(--add-kernel-support) is added when O(add_kernel_support=always), or with V(auto) when the
     tarball's C(.supported_kernels) does not list the running kernel.
   - Afterwards C(ofed_info -s) must report O(version), or the module fails.
+  - The install cannot be undone. When the installer refuses before it touches a package (exit status 22, 171
+    or 172) the module fails with C(changed=false); any other failure fails with C(changed=true), because the
+    installer may have replaced part of the stack, and the result carries its output and RV(installed_after).
 author:
   - rdmaops developers (@rdmaops)
 options:
@@ -134,34 +137,17 @@ output_tail:
   description: The last lines of the installer's output.
   type: str
   returned: when the installer ran
+changes:
+  description: The install, as planned (check mode) or done.
+  type: list
+  elements: str
+  returned: always
+  sample: ["install MLNX_OFED 24.10-1.1.4.0 from /var/cache/rdmaops/MLNX_OFED_LINUX-24.10-1.1.4.0-ubuntu22.04-x86_64.tgz"]
 """
 
-import os
-import shutil
-import tarfile
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.common import (
-    OfedError,
-    explain_installer_rc,
-    extract_tarball,
-    installer_argv,
-    installer_logs_dir,
-    needs_kernel_support,
-    normalize_sha256,
-    sha256_file,
-    version_matches,
-)
-from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import parse_ofed_info
-
-
-def installed_version(runner):
-    result = runner.run_optional(["ofed_info", "-s"])
-    info = parse_ofed_info(result.stdout) if result else None
-    return info["version"] if info else None
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.installer import InstallEngine
 
 
 def main():
@@ -179,76 +165,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    runner = CommandRunner(module)
-    host = HostRoot()
-    try:
-        wanted_sha = normalize_sha256(params["sha256"])
-    except OfedError as exc:
-        module.fail_json(msg=str(exc))
-    before = installed_version(runner)
-    result = dict(changed=False, installed_before=before, installed_after=before)
-    if version_matches(before, params["version"]) and not params["force"]:
-        module.exit_json(**result)
-
-    tarball = params["tarball"]
-    if not os.path.isfile(tarball):
-        module.fail_json(msg="the MLNX_OFED tarball %s does not exist on the host" % tarball, **result)
-    actual = sha256_file(tarball)
-    result["sha256"] = actual
-    if actual != wanted_sha:
-        module.fail_json(
-            msg="the SHA-256 of %s is %s, but %s was expected: nothing was extracted or installed. "
-                "Fetch the tarball again or correct ofed_mlnx_ofed_sha256." % (tarball, actual, wanted_sha),
-            **result
-        )
-
-    running = host.read("/proc/sys/kernel/osrelease")
-    result["changed"] = True
-    if module._diff:
-        result["diff"] = dict(before=dict(mlnx_ofed=before), after=dict(mlnx_ofed=params["version"]))
-    if module.check_mode:
-        result["cmd"] = ["<work_dir>/MLNX_OFED_LINUX-*/mlnxofedinstall"] + params["flags"]
-        module.exit_json(**result)
-
-    if not os.path.isdir(params["work_dir"]):
-        os.makedirs(params["work_dir"], 0o700)
-    extract_dir = tempfile.mkdtemp(prefix="extract.", dir=params["work_dir"])
-    try:
-        try:
-            installer_dir = extract_tarball(tarball, extract_dir)
-            add, why = needs_kernel_support(params["add_kernel_support"], installer_dir, running)
-        except (OfedError, tarfile.TarError) as exc:
-            module.fail_json(msg="cannot use the tarball %s: %s" % (tarball, exc), **result)
-        argv = installer_argv(installer_dir, params["flags"], add)
-        result.update(cmd=argv, add_kernel_support=add, add_kernel_support_reason=why)
-        run = runner.run(argv, check=False)
-        output = (run.stdout or "") + (run.stderr or "")
-        ok, meaning = explain_installer_rc(run.rc)
-        result.update(
-            rc=run.rc,
-            rc_meaning=meaning,
-            logs_dir=installer_logs_dir(output),
-            output_tail="\n".join(output.splitlines()[-params["output_lines"]:]),
-        )
-        if not ok:
-            module.fail_json(msg="%s (installer: %s)" % (meaning, " ".join(argv)), **result)
-        if run.rc != 0:
-            module.warn(meaning)
-    finally:
-        if not params["keep_extracted"]:
-            shutil.rmtree(extract_dir, ignore_errors=True)
-
-    # CommandRunner caches tool paths: the installer has just added ofed_info.
-    after = installed_version(CommandRunner(module))
-    result["installed_after"] = after
-    if not version_matches(after, params["version"]):
-        module.fail_json(
-            msg="mlnxofedinstall succeeded but ofed_info -s reports %s, not %s: the tarball is another "
-                "version than ofed_mlnx_ofed_version says" % (after, params["version"]),
-            **result
-        )
-    module.exit_json(**result)
+    run_module(module, InstallEngine)
 
 
 if __name__ == "__main__":

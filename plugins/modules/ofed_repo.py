@@ -48,6 +48,19 @@ options:
     description:
       - Repository URL, e.g. C(https://linux.mellanox.com/public/repo/doca/3.2.1/ubuntu24.04/x86_64/)
         or a local mirror. Required with O(state=present).
+      - A login in the URL (C(https://user:token@host/...)) is taken out of it and handled like
+        O(url_username)/O(url_password); the URL is never shown with it.
+    type: str
+  url_username:
+    description:
+      - User name for a repository that needs a login (and for the key download).
+      - apt hosts get it in C(/etc/apt/auth.conf.d/rdmaops-<name>.conf) (mode 0600) and a source file
+        without credentials; dnf hosts get C(username=)/C(password=) in the C(.repo) file, which is then
+        mode 0600.
+    type: str
+  url_password:
+    description:
+      - Password or token for O(url_username). Never shown in results, messages or diffs.
     type: str
   suite:
     description: apt suite; C(./) for NVIDIA's flat repositories.
@@ -107,7 +120,10 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.owned_files
 notes:
+  - The key file is the key exactly as published (it carries no C(Managed by rdmaops.roce) line); it counts as
+    the module's own when the module's source file names it, otherwise O(adopt) is needed to replace it.
   - The key is downloaded and checked in check mode too (reading it changes nothing), so check mode
     predicts truthfully and a wrong fingerprint fails there as well.
 seealso:
@@ -136,7 +152,7 @@ changes:
   returned: always
   sample: ["write /etc/apt/keyrings/rdmaops-doca.asc", "write /etc/apt/sources.list.d/rdmaops-doca.sources"]
 files:
-  description: The files this module owns for O(name).
+  description: The files this module owns for O(name) (on apt hosts the credentials file in C(/etc/apt/auth.conf.d) too).
   type: list
   elements: str
   returned: always
@@ -153,38 +169,21 @@ cache_updated:
   description: Whether C(apt-get update) ran.
   type: bool
   returned: always
+steps:
+  description: What ran after the files changed (C(apt-get update)).
+  type: list
+  elements: str
+  returned: when files changed and a step followed
+commands:
+  description: The commands that ran.
+  type: list
+  elements: str
+  returned: always
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import fetch_url
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError, CommandRunner, fail_from_error
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import write_atomic
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.common import (
-    desired_repo_files,
-    plan_repo,
-    read_exact,
-)
-from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.openpgp import OpenPGPError, as_armored_text, check_keys
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
-
-
-def read_key(module, host, key_url):
-    """The key file's bytes from a URL or a host path."""
-    if key_url.startswith("/") or key_url.startswith("file://"):
-        path = key_url[len("file://"):] if key_url.startswith("file://") else key_url
-        try:
-            with open(host.path(path), "rb") as handle:
-                return handle.read()
-        except (IOError, OSError) as exc:
-            module.fail_json(msg="cannot read the repository key %s: %s" % (path, exc))
-    response, info = fetch_url(module, key_url, timeout=module.params["timeout"])
-    if response is None or info.get("status") != 200:
-        module.fail_json(msg="cannot download the repository key from %s: %s" % (key_url, info.get("msg")),
-                         status=info.get("status"))
-    return response.read()
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.repo import RepoEngine
 
 
 def main():
@@ -193,7 +192,9 @@ def main():
             state=dict(type="str", default="present", choices=["present", "absent"]),
             name=dict(type="str", default="doca"),
             family=dict(type="str", default="auto", choices=["auto", "apt", "dnf"]),
-            url=dict(type="str"),
+            url=dict(type="str", no_log=False),
+            url_username=dict(type="str", no_log=False),
+            url_password=dict(type="str", no_log=True),
             suite=dict(type="str", default="./"),
             key_url=dict(type="str", no_log=False),
             key_fingerprints=dict(type="list", elements="str", default=[], no_log=False),
@@ -206,58 +207,13 @@ def main():
             update_cache=dict(type="bool", default=True),
             validate_certs=dict(type="bool", default=True),
             timeout=dict(type="int", default=30),
+            adopt=dict(type="bool", default=False),
         ),
         required_if=[("state", "present", ("url", "key_url", "key_fingerprints"))],
+        required_by=dict(url_password=("url_username",)),
         supports_check_mode=True,
     )
-    params = module.params
-    host = HostRoot()
-    runner = CommandRunner(module)
-    family = params["family"]
-    if family == "auto":
-        family = "apt" if runner.has("apt-get") else "dnf"
-    if params["name"] != os.path.basename(params["name"]) or not params["name"].strip():
-        module.fail_json(msg="name must be a plain file-name part, got %r" % params["name"])
-
-    result = dict(changed=False, family=family, cache_updated=False)
-    desired = {}
-    if params["state"] == "present":
-        data = read_key(module, host, params["key_url"])
-        try:
-            keys = check_keys(data, params["key_fingerprints"])
-        except OpenPGPError as exc:
-            module.fail_json(
-                msg="the key from %s is not trusted, nothing was changed: %s" % (params["key_url"], exc),
-                key_url=params["key_url"],
-            )
-        result["trusted_keys"] = keys
-        desired = desired_repo_files(family, params["name"], params, as_armored_text(data))
-
-    def write(path, text, mode):
-        write_atomic(host, path, text, mode=mode, makedirs=True)
-
-    def remove(path):
-        os.unlink(host.path(path))
-
-    plan = Plan()
-    result["files"] = plan_repo(host, plan, family, params["name"], params["state"], desired, write, remove)
-    plan.apply(module.check_mode)
-    result.update(plan.result(module.check_mode, module._diff))
-    if module.check_mode or not plan.changed:
-        module.exit_json(**result)
-
-    # Re-read: every owned file is now what was planned.
-    for path in result["files"]:
-        want = desired.get(path) if params["state"] == "present" else None
-        if read_exact(host, path) != want:
-            module.fail_json(msg="%s does not hold what was written (a concurrent change?)" % path, **result)
-    if family == "apt" and params["update_cache"]:
-        try:
-            runner.run(["apt-get", "update"])
-        except CommandError as exc:
-            fail_from_error(module, exc, changed=True, changes=result["changes"])
-        result["cache_updated"] = True
-    module.exit_json(**result)
+    run_module(module, RepoEngine)
 
 
 if __name__ == "__main__":

@@ -215,6 +215,8 @@ management:
   description:
     - The management connection's C(interface), the C(devices) below it (VLAN parents, bond
       slaves) with their C(driver), C(drivers) and C(on_ofed_driver) (a driver an OFED restart unloads).
+    - C(reasons) names every netdev the collection's management-path detector found and why (the one
+      named or holding the address, the SSH connection's, the default routes').
   type: dict
   returned: always
 restart_required:
@@ -256,10 +258,8 @@ problems:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.common import OfedError, gather_status
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_facts
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.status import gather
 
 
 def main():
@@ -283,23 +283,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    host = HostRoot()
-    runner = CommandRunner(module)
-    stack = RdmaFacts(host, runner, gpu_topology=False).gather()["stack"]
-    try:
-        result, problems, warnings = gather_status(host, runner, module.params, stack)
-    except OfedError as exc:
-        module.fail_json(msg=str(exc))
-    for warning in warnings:
-        module.warn(warning)
-    result["problems"] = problems
-    result["check_mode"] = module.check_mode
-    if problems and module.params["fail_on_problems"]:
-        module.fail_json(
-            msg="the %s stack is not complete:\n- %s" % (result["target_flavor"], "\n- ".join(problems)),
-            **result
-        )
-    module.exit_json(changed=False, **result)
+    run_facts(module, gather)
 
 
 if __name__ == "__main__":

@@ -171,23 +171,41 @@ def test_ofed_repo_dnf_files(empty_host):
 
 
 # -- mlnx_ofed_install ------------------------------------------------------------------------------------
+# The tarball and the work directory are host paths: they resolve under RDMAOPS_HOST_ROOT like
+# /proc/sys/kernel/osrelease, so nothing here reaches the machine running the tests.
 @pytest.fixture
 def tarball(tmp_path):
-    out = subprocess.run([sys.executable, BUILD, "mlnx-tarball", str(tmp_path / "dl"), "--supported-kernel",
+    out = subprocess.run([sys.executable, BUILD, "mlnx-tarball", str(tmp_path / "root" / "dl"), "--supported-kernel",
                           "6.1.0-21-amd64"], capture_output=True, text=True, check=True).stdout
-    return json.loads(out)
+    made = json.loads(out)
+    made["host_path"] = "/dl/" + os.path.basename(made["tarball"])
+    return made
+
+
+def mlnx_root(tmp_path, entries=None):
+    """A host tree with a running kernel; PATH finds the tree's /usr/bin (where the installer puts
+    ofed_info) before the stubs, which answer no ofed_info before it."""
+    root = tmp_path / "root"
+    manifest = {"entries": {"/proc/sys/kernel/osrelease": {"type": "file", "content": "6.1.0-26-amd64\n"},
+                            "/lib/modules/6.1.0-26-amd64/modules.builtin": {"type": "file", "content": ""}},
+                "commands": {}}
+    manifest["entries"].update(entries or {})
+    bindir = hosttree.materialize(manifest, root)
+    env = tree_env(root, bindir)
+    env["PATH"] = str(root / "usr" / "bin") + os.pathsep + env["PATH"]
+    return root, env
 
 
 def test_mlnx_ofed_install_wrong_checksum_fails_before_anything(tmp_path, tarball):
-    bindir = hosttree.materialize({"entries": {}, "commands": {}}, tmp_path / "root")
-    env = tree_env(tmp_path / "root", bindir)
-    work = tmp_path / "work"
+    root, env = mlnx_root(tmp_path)
+    work = root / "work"
     result = adhoc("rdmaops.roce.mlnx_ofed_install",
-                   dict(tarball=tarball["tarball"], sha256="0" * 64, version=tarball["version"], work_dir=str(work)), env)
+                   dict(tarball=tarball["host_path"], sha256="0" * 64, version=tarball["version"], work_dir="/work"), env)
     assert result["failed"] is True
     assert "nothing was extracted or installed" in result["msg"] and tarball["sha256"] in result["msg"]
     assert not work.exists()  # not even the work directory was created
     assert "rc" not in result and "cmd" not in result
+    assert result["changed"] is False
 
 
 def test_mlnx_ofed_install_does_not_read_the_tarball_when_the_version_is_installed(tmp_path):
@@ -201,11 +219,54 @@ def test_mlnx_ofed_install_does_not_read_the_tarball_when_the_version_is_install
 
 
 def test_mlnx_ofed_install_check_mode_verifies_the_checksum_and_predicts(tmp_path, tarball):
-    bindir = hosttree.materialize({"entries": {"/proc/sys/kernel/osrelease": {"type": "file", "content": "6.1.0-26-amd64\n"}},
-                                   "commands": {}}, tmp_path / "root")
-    work = tmp_path / "work"
+    root, env = mlnx_root(tmp_path)
+    work = root / "work"
     result = adhoc("rdmaops.roce.mlnx_ofed_install",
-                   dict(tarball=tarball["tarball"], sha256=tarball["sha256"], version=tarball["version"],
-                        work_dir=str(work)), tree_env(tmp_path / "root", bindir), check=True)
+                   dict(tarball=tarball["host_path"], sha256=tarball["sha256"], version=tarball["version"],
+                        work_dir="/work"), env, check=True, diff=True)
     assert result["changed"] is True and result["sha256"] == tarball["sha256"]
     assert not work.exists()
+    assert result["changes"] == ["install MLNX_OFED %s from %s" % (tarball["version"], tarball["host_path"])]
+    assert result["diff"][0] == {"before": {"mlnx_ofed": None}, "after": {"mlnx_ofed": tarball["version"]}}
+
+
+def test_mlnx_ofed_install_reads_the_tarball_under_the_host_root(tmp_path, tarball):
+    """The tarball path is a host path: /dl/... is found under RDMAOPS_HOST_ROOT, not on /."""
+    root, env = mlnx_root(tmp_path)
+    result = adhoc("rdmaops.roce.mlnx_ofed_install",
+                   dict(tarball=tarball["host_path"], sha256=tarball["sha256"], version=tarball["version"],
+                        work_dir="/work"), env, check=True)
+    assert "does not exist" not in result.get("msg", ""), result
+    assert result["sha256"] == tarball["sha256"]
+
+
+def test_mlnx_ofed_install_installs_in_the_tree_and_verifies(tmp_path, tarball):
+    root, env = mlnx_root(tmp_path)
+    args = dict(tarball=tarball["host_path"], sha256=tarball["sha256"], version=tarball["version"], work_dir="/work")
+    result = adhoc("rdmaops.roce.mlnx_ofed_install", args, env)
+    assert result.get("failed") is not True, result
+    assert result["changed"] is True and result["rc"] == 0
+    assert (result["installed_before"], result["installed_after"]) == (None, tarball["version"])
+    # The running kernel (read under the host root) is not in .supported_kernels.
+    assert result["add_kernel_support"] is True and "6.1.0-26-amd64" in result["add_kernel_support_reason"]
+    assert result["cmd"][0].startswith(str(root / "work") + os.sep)
+    assert (root / "lib/modules/6.1.0-26-amd64/extra/mlnx-ofa_kernel/mlx5_core.ko").exists()
+    assert os.listdir(str(root / "work")) == []  # the extracted tree is removed
+    again = adhoc("rdmaops.roce.mlnx_ofed_install", args, env)
+    assert again["changed"] is False and again["installed_before"] == tarball["version"]
+
+
+def test_mlnx_ofed_install_failures_say_whether_the_host_changed(tmp_path, tarball):
+    args = dict(tarball=tarball["host_path"], sha256=tarball["sha256"], version=tarball["version"], work_dir="/work")
+    rc_file = "/etc/rdmaops-test/mlnxofedinstall-rc"
+    root, env = mlnx_root(tmp_path, {rc_file: {"type": "file", "content": "172\n"}})
+    refused = adhoc("rdmaops.roce.mlnx_ofed_install", args, env)
+    assert refused["failed"] is True and refused["changed"] is False
+    assert "prerequisites" in refused["msg"] and refused["rc"] == 172
+    assert refused["not_applied"] == ["install MLNX_OFED %s from %s" % (tarball["version"], tarball["host_path"])]
+    with open(str(root / rc_file.lstrip("/")), "w") as handle:
+        handle.write("1\n")
+    broken = adhoc("rdmaops.roce.mlnx_ofed_install", args, env)
+    assert broken["failed"] is True and broken["changed"] is True
+    assert "may have changed packages" in broken["msg"] and broken["rc"] == 1
+    assert broken["logs_dir"].startswith("/tmp/MLNX_OFED_LINUX.")

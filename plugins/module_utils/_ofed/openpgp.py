@@ -24,15 +24,13 @@ import hashlib
 import re
 import struct
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
+
 ARMOR_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
 ARMOR_END = "-----END PGP PUBLIC KEY BLOCK-----"
 TAG_PUBLIC_KEY = 6
 TAG_PUBLIC_SUBKEY = 14
-_HEX = re.compile(r"^[0-9A-F]+$")
-
-
-class OpenPGPError(ValueError):
-    """The data is not an OpenPGP public key (or uses a form this parser refuses)."""
+_HEX = re.compile(r"[0-9A-F]+")
 
 
 def _crc24(data):
@@ -56,7 +54,7 @@ def dearmor(data):
     start = text.find(ARMOR_BEGIN)
     end = text.find(ARMOR_END, start)
     if start < 0 or end < 0:
-        raise OpenPGPError("no '%s' ... '%s' block found" % (ARMOR_BEGIN, ARMOR_END))
+        raise RdmaopsError("no '%s' ... '%s' block found" % (ARMOR_BEGIN, ARMOR_END))
     lines = text[start + len(ARMOR_BEGIN):end].splitlines()
     # Armor headers ("Version: ...", "Comment: ...") end at the first empty line.
     body = []
@@ -81,16 +79,16 @@ def dearmor(data):
     try:
         packets = base64.b64decode("".join(body).encode("ascii"))
     except (binascii.Error, ValueError) as exc:
-        raise OpenPGPError("the armored key is not valid base64: %s" % exc)
+        raise RdmaopsError("the armored key is not valid base64: %s" % exc)
     if checksum is not None:
         try:
             expected = struct.unpack(">I", b"\x00" + base64.b64decode(checksum.encode("ascii")))[0]
         except (binascii.Error, ValueError, struct.error):
-            raise OpenPGPError("the armor checksum line %r is malformed" % ("=" + checksum))
+            raise RdmaopsError("the armor checksum line %r is malformed" % ("=" + checksum))
         if expected != _crc24(packets):
-            raise OpenPGPError("the armor checksum does not match: the key was damaged in transit")
+            raise RdmaopsError("the armor checksum does not match: the key was damaged in transit")
     if not packets:
-        raise OpenPGPError("the armored block is empty")
+        raise RdmaopsError("the armored block is empty")
     return packets
 
 
@@ -102,26 +100,26 @@ def iter_packets(data):
         header = data[pos]
         pos += 1
         if not header & 0x80:
-            raise OpenPGPError("byte %d is not a packet header (0x%02x)" % (pos - 1, header))
+            raise RdmaopsError("byte %d is not a packet header (0x%02x)" % (pos - 1, header))
         if header & 0x40:  # new format
             tag = header & 0x3F
             if pos >= len(data):
-                raise OpenPGPError("truncated packet header")
+                raise RdmaopsError("truncated packet header")
             first = data[pos]
             if first < 192:
                 length, pos = first, pos + 1
             elif first < 224:
                 if pos + 1 >= len(data):
-                    raise OpenPGPError("truncated packet length")
+                    raise RdmaopsError("truncated packet length")
                 length = ((first - 192) << 8) + data[pos + 1] + 192
                 pos += 2
             elif first == 255:
                 if pos + 5 > len(data):
-                    raise OpenPGPError("truncated packet length")
+                    raise RdmaopsError("truncated packet length")
                 length = struct.unpack(">I", bytes(data[pos + 1:pos + 5]))[0]
                 pos += 5
             else:
-                raise OpenPGPError("partial body lengths are not allowed in key packets")
+                raise RdmaopsError("partial body lengths are not allowed in key packets")
         else:  # old format
             tag = (header >> 2) & 0x0F
             length_type = header & 0x03
@@ -130,11 +128,11 @@ def iter_packets(data):
             else:
                 size = (1, 2, 4)[length_type]
                 if pos + size > len(data):
-                    raise OpenPGPError("truncated packet length")
+                    raise RdmaopsError("truncated packet length")
                 length = int(binascii.hexlify(bytes(data[pos:pos + size])), 16)
                 pos += size
         if pos + length > len(data):
-            raise OpenPGPError("packet with tag %d runs past the end of the data" % tag)
+            raise RdmaopsError("packet with tag %d runs past the end of the data" % tag)
         yield tag, bytes(data[pos:pos + length])
         pos += length
 
@@ -142,7 +140,7 @@ def iter_packets(data):
 def key_fingerprint(body):
     """Fingerprint (upper-case hex) of a public key or subkey packet body."""
     if not body:
-        raise OpenPGPError("empty key packet")
+        raise RdmaopsError("empty key packet")
     version = bytearray(body)[0]
     if version == 4:
         digest = hashlib.sha1(b"\x99" + struct.pack(">H", len(body)) + body).hexdigest()
@@ -151,7 +149,7 @@ def key_fingerprint(body):
     elif version == 6:
         digest = hashlib.sha256(b"\x9b" + struct.pack(">I", len(body)) + body).hexdigest()
     else:
-        raise OpenPGPError("version %d keys are not accepted (only v4, v5 and v6)" % version)
+        raise RdmaopsError("version %d keys are not accepted (only v4, v5 and v6)" % version)
     return digest.upper(), version
 
 
@@ -167,10 +165,10 @@ def public_keys(data):
             keys.append(dict(fingerprint=fingerprint, version=version, subkeys=[]))
         elif tag == TAG_PUBLIC_SUBKEY:
             if not keys:
-                raise OpenPGPError("a subkey packet comes before any primary key")
+                raise RdmaopsError("a subkey packet comes before any primary key")
             keys[-1]["subkeys"].append(key_fingerprint(body)[0])
     if not keys:
-        raise OpenPGPError("no public key packet found (is this a public key?)")
+        raise RdmaopsError("no public key packet found (is this a public key?)")
     return keys
 
 
@@ -184,11 +182,12 @@ def normalize_fingerprint(value):
     text = re.sub(r"\s+", "", str(value or "")).upper()
     if text.startswith("0X"):
         text = text[2:]
-    if not _HEX.match(text) or len(text) not in (16, 40, 64):
-        raise OpenPGPError(
+    if not _HEX.fullmatch(text) or len(text) not in (16, 40, 64):
+        raise InputError(
             "%r is not a key fingerprint: give the full fingerprint (40 or 64 hex digits, as "
             "'gpg --show-keys --with-fingerprint KEYFILE' prints it) or at least the 16-digit "
-            "long key ID" % (value,)
+            "long key ID" % (value,),
+            option="key_fingerprints",
         )
     return text
 
@@ -208,12 +207,12 @@ def check_keys(data, expected_fingerprints):
     """
     expected = [normalize_fingerprint(item) for item in expected_fingerprints]
     if not expected:
-        raise OpenPGPError("no expected fingerprint given")
+        raise RdmaopsError("no expected fingerprint given")
     keys = public_keys(data)
     unexpected = [key["fingerprint"] for key in keys
                   if not any(fingerprint_matches(key["fingerprint"], item) for item in expected)]
     if unexpected:
-        raise OpenPGPError(
+        raise RdmaopsError(
             "the key file holds key(s) %s, which match none of the expected fingerprint(s) %s"
             % (", ".join(unexpected), ", ".join(expected))
         )

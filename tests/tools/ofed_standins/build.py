@@ -105,20 +105,23 @@ echo "No IB devices found"
 MLNXOFEDINSTALL = """#!/bin/sh
 # stand-in mlnxofedinstall (rdmaops.roce tests): records its arguments, installs ofed_info and
 # ofed_uninstall.sh and the mlx5 modules for every installed kernel, exits with the status in
-# /etc/rdmaops-test/mlnxofedinstall-rc (default 0).
+# /etc/rdmaops-test/mlnxofedinstall-rc (default 0).  Every path is under $RDMAOPS_HOST_ROOT
+# when it is set (a recorded host tree), so the module can be tested without touching /.
+root="${{RDMAOPS_HOST_ROOT:-}}"
+root="${{root%/}}"
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p /var/log/rdmaops-test
-printf '%s\\n' "$@" > /var/log/rdmaops-test/mlnxofedinstall.args
-echo "$here" > /var/log/rdmaops-test/mlnxofedinstall.dir
+mkdir -p "$root/var/log/rdmaops-test"
+printf '%s\\n' "$@" > "$root/var/log/rdmaops-test/mlnxofedinstall.args"
+echo "$here" > "$root/var/log/rdmaops-test/mlnxofedinstall.dir"
 echo "Logs dir: /tmp/MLNX_OFED_LINUX.$$.logs"
-rc=$(cat /etc/rdmaops-test/mlnxofedinstall-rc 2>/dev/null || echo 0)
+rc=$(cat "$root/etc/rdmaops-test/mlnxofedinstall-rc" 2>/dev/null || echo 0)
 if [ "$rc" != 0 ]; then
   echo "Error: the stand-in installer was told to exit $rc"
   exit "$rc"
 fi
-install -D -m 0755 "$here/standin/ofed_info" /usr/bin/ofed_info
-install -D -m 0755 "$here/standin/ofed_uninstall.sh" /usr/sbin/ofed_uninstall.sh
-for dir in /lib/modules/*; do
+install -D -m 0755 "$here/standin/ofed_info" "$root/usr/bin/ofed_info"
+install -D -m 0755 "$here/standin/ofed_uninstall.sh" "$root/usr/sbin/ofed_uninstall.sh"
+for dir in "$root"/lib/modules/*; do
   [ -e "$dir/modules.builtin" ] || continue
   mkdir -p "$dir/extra/mlnx-ofa_kernel"
   for m in mlx5_core mlx5_ib; do echo "stand-in $m {version}" > "$dir/extra/mlnx-ofa_kernel/$m.ko"; done

@@ -1,4 +1,4 @@
-"""module_utils/ofed.py: parsers on captured output, decisions, host trees for kernels and DKMS."""
+"""module_utils/_ofed (versions, packages, status, repo, installer): parsers on captured output, decisions, host trees for kernels and DKMS."""
 
 import io
 import os
@@ -6,7 +6,9 @@ import tarfile
 
 import pytest
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._ofed import common as ofed
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RefusedError
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed import installer, repo, status, versions
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed import packages as pkg
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
@@ -40,7 +42,9 @@ class FakeRunner:
     def run(self, argv, check=True, ok_rcs=(0,), data=None):
         key = " ".join(argv)
         self.calls.append(key)
-        rc, out = self.records[key]
+        # Like the host-tree stubs: a command with no record fails (the management-path
+        # detector also asks ip for routes, which these tests do not record).
+        rc, out = self.records.get(key, (127, ""))
         return Result(rc, out)
 
     def run_optional(self, argv):
@@ -80,45 +84,45 @@ def link(root, path, target):
     (None, "3.2.1", False),
 ])
 def test_version_matches(installed, wanted, ok):
-    assert ofed.version_matches(installed, wanted) is ok
+    assert versions.version_matches(installed, wanted) is ok
 
 
 def test_loaded_module_version_agrees_with_ofed_info_by_prefix():
-    assert ofed.versions_agree("25.10-1.7.1", "25.10-1.7.1")
-    assert ofed.versions_agree("5.8-1.1.2", "5.8-1.1.2.1")
-    assert not ofed.versions_agree("24.10-1.1.4", "25.10-1.7.1")
-    assert not ofed.versions_agree(None, "25.10-1.7.1")
+    assert versions.versions_agree("25.10-1.7.1", "25.10-1.7.1")
+    assert versions.versions_agree("5.8-1.1.2", "5.8-1.1.2.1")
+    assert not versions.versions_agree("24.10-1.1.4", "25.10-1.7.1")
+    assert not versions.versions_agree(None, "25.10-1.7.1")
 
 
 # -- packages -----------------------------------------------------------------------------------
 def test_dpkg_query_of_the_lab_vm():
-    packages = ofed.parse_dpkg_query(tool_output("dpkg-query", "bookworm-lab-vm-inbox.txt"))
+    packages = pkg.parse_dpkg_query(tool_output("dpkg-query", "bookworm-lab-vm-inbox.txt"))
     assert packages["rdma-core"] == "44.0-2"
     assert packages["perftest"] == "4.5+0.17-1"
     assert packages["bsdutils"] == "1:2.38.1-5+deb12u3"
     assert len(packages) == 166
-    assert ofed.doca_named_packages(packages) == []
+    assert pkg.doca_named_packages(packages) == []
 
 
 def test_dpkg_query_skips_removed_and_half_installed():
     text = "doca-ofed\t3.2.1-044000\trc \nrdma-core\t2510.0.11-1\tii \nofed-scripts\t25.10\tiU \nlibibverbs1:amd64\t44.0-2\thi \n"
-    assert ofed.parse_dpkg_query(text) == {"rdma-core": "2510.0.11-1", "libibverbs1": "44.0-2"}
+    assert pkg.parse_dpkg_query(text) == {"rdma-core": "2510.0.11-1", "libibverbs1": "44.0-2"}
 
 
 def test_rpm_qa():
     text = "rdma-core\t2510.0.11-1.el9\ngpg-pubkey\tdeadbeef-5f1e\ndoca-ofed\t3.2.1-044000.el9\n"
-    assert ofed.parse_rpm_qa(text) == {"rdma-core": "2510.0.11-1.el9", "doca-ofed": "3.2.1-044000.el9"}
+    assert pkg.parse_rpm_qa(text) == {"rdma-core": "2510.0.11-1.el9", "doca-ofed": "3.2.1-044000.el9"}
 
 
 def test_doca_removal_pattern_matches_the_documented_recipe():
     names = ["doca-ofed", "libdoca-common", "flexio", "dpa-gdbserver", "dpaeumgmt", "rdma-core", "ofed-scripts"]
-    assert ofed.doca_named_packages(dict.fromkeys(names, "1")) == [
+    assert pkg.doca_named_packages(dict.fromkeys(names, "1")) == [
         "doca-ofed", "dpa-gdbserver", "dpaeumgmt", "flexio", "libdoca-common"]
 
 
 # -- dkms status --------------------------------------------------------------------------------
 def test_dkms2_status_from_a_real_host():
-    entries = ofed.parse_dkms_status(tool_output("dkms", "dkms2-ubuntu-forum-2018.txt"))
+    entries = pkg.parse_dkms_status(tool_output("dkms", "dkms2-ubuntu-forum-2018.txt"))
     assert len(entries) == 18
     assert entries[0] == dict(module="8812au", version="4.2.2", kernel=None, arch=None, state="added", detail=None)
     assert entries[1] == dict(module="bbswitch", version="0.8", kernel="4.13.0-32-generic", arch="x86_64",
@@ -130,22 +134,22 @@ def test_dkms2_status_from_a_real_host():
 
 
 def test_dkms3_status_lines():
-    entries = ofed.parse_dkms_status(tool_output("dkms", "dkms3-noble-fwts.txt"))
+    entries = pkg.parse_dkms_status(tool_output("dkms", "dkms3-noble-fwts.txt"))
     assert entries == [
         dict(module="fwts-efi-runtime-dkms", version="24.07.00", kernel=None, arch=None, state="added", detail=None),
         dict(module="nvidia", version="550.107.02", kernel="6.8.0-44-generic", arch="x86_64", state="installed",
              detail=None),
     ]
-    (warned,) = ofed.parse_dkms_status(tool_output("dkms", "dkms3-noble-nvidia-warning.txt"))
+    (warned,) = pkg.parse_dkms_status(tool_output("dkms", "dkms3-noble-nvidia-warning.txt"))
     assert warned["state"] == "installed" and warned["detail"].count("WARNING") == 5
-    mofed = ofed.parse_dkms_status(tool_output("dkms", "dkms3-mofed-24.01.txt"))
+    mofed = pkg.parse_dkms_status(tool_output("dkms", "dkms3-mofed-24.01.txt"))
     assert mofed[0]["module"] == "mlnx-ofed-kernel" and mofed[0]["version"] == "24.01.OFED.24.01.0.3.3.1"
 
 
 def test_dkms_status_ignores_warnings_between_entries():
     text = ("Error! Could not locate dkms.conf file.\nFile: /var/lib/dkms/foo/1.0/source/dkms.conf does not exist.\n"
             "mlnx-ofed-kernel/25.10.OFED.25.10.1.7.1, 6.8.0-45-generic, x86_64: installed\n")
-    assert [e["module"] for e in ofed.parse_dkms_status(text)] == ["mlnx-ofed-kernel"]
+    assert [e["module"] for e in pkg.parse_dkms_status(text)] == ["mlnx-ofed-kernel"]
 
 
 # -- kernels and DKMS coverage ----------------------------------------------------------------------
@@ -175,9 +179,9 @@ def test_kernel_coverage_finds_ofed_inbox_and_headers(tmp_path):
     # A directory DKMS left behind after its kernel package was removed: not a kernel.
     write(tmp_path, "/lib/modules/6.1.0-20-amd64/updates/dkms/mlx5_ib.ko")
     host = HostRoot(str(tmp_path))
-    releases = ofed.installed_kernels(host)
+    releases = pkg.installed_kernels(host)
     assert releases == ["5.14.0-427.el9.x86_64", "6.1.0-26-amd64", "6.1.0-28-amd64"]
-    kernels = {k["release"]: k for k in ofed.kernel_coverage(host, releases, "6.1.0-26-amd64")}
+    kernels = {k["release"]: k for k in pkg.kernel_coverage(host, releases, "6.1.0-26-amd64")}
     assert kernels["6.1.0-26-amd64"]["ofed"] and kernels["6.1.0-26-amd64"]["running"]
     assert kernels["6.1.0-26-amd64"]["ofed_modules"]["mlx5_ib"] == "/lib/modules/6.1.0-26-amd64/updates/dkms/mlx5_ib.ko"
     assert kernels["6.1.0-26-amd64"]["headers"] and kernels["6.1.0-26-amd64"]["inbox_mlx5"]
@@ -194,11 +198,11 @@ def test_dkms_coverage_names_the_kernel_and_the_make_log(tmp_path):
               "mlnx-ofed-kernel/%s: added\n"
               "nvidia/550.107.02, 6.8.0-45-generic, x86_64: installed\n" % (OFED_V, OFED_V))
     host = HostRoot(str(tmp_path))
-    kernels = ofed.kernel_coverage(host, ofed.installed_kernels(host), "6.8.0-45-generic")
-    gaps = ofed.dkms_coverage(ofed.parse_dkms_status(status), kernels, ["mlnx-ofed-kernel", "iser"])
+    kernels = pkg.kernel_coverage(host, pkg.installed_kernels(host), "6.8.0-45-generic")
+    gaps = pkg.dkms_coverage(pkg.parse_dkms_status(status), kernels, ["mlnx-ofed-kernel", "iser"])
     assert gaps == [("mlnx-ofed-kernel", OFED_V, "6.8.0-48-generic", "absent", None)]
     assert kernels[0]["dkms"] == {"mlnx-ofed-kernel": "installed"}
-    path, tail = ofed.make_log_tail(host, "mlnx-ofed-kernel", OFED_V, "6.8.0-48-generic", None, lines=3)
+    path, tail = pkg.make_log_tail(host, "mlnx-ofed-kernel", OFED_V, "6.8.0-48-generic", None, lines=3)
     assert path == log
     assert tail.splitlines() == ["line 98", "line 99", "error: implicit declaration of 'dpll_x'"]
 
@@ -206,7 +210,7 @@ def test_dkms_coverage_names_the_kernel_and_the_make_log(tmp_path):
 def test_dkms_built_but_not_installed_is_a_gap():
     kernels = [dict(release="5.15.0-25-generic", dkms={})]
     status = "mlnx-ofed-kernel, 5.8-OFED.5.8.1.1.2.1, 5.15.0-25-generic, x86_64: built\n"
-    gaps = ofed.dkms_coverage(ofed.parse_dkms_status(status), kernels, ["mlnx-ofed-kernel"])
+    gaps = pkg.dkms_coverage(pkg.parse_dkms_status(status), kernels, ["mlnx-ofed-kernel"])
     assert gaps == [("mlnx-ofed-kernel", "5.8-OFED.5.8.1.1.2.1", "5.15.0-25-generic", "built", "x86_64")]
 
 
@@ -221,7 +225,7 @@ def test_management_over_a_bond_of_connectx_ports(tmp_path):
     ip_json = ('[{"ifname":"bond0.100","addr_info":[{"family":"inet","local":"10.0.0.5","prefixlen":24}]},'
                '{"ifname":"eth9","addr_info":[{"family":"inet","local":"10.9.9.9","prefixlen":24}]}]')
     runner = FakeRunner({"ip -j addr show": (0, ip_json)})
-    result = ofed.management_path(HostRoot(str(tmp_path)), runner, address="10.0.0.5")
+    result = status.management_path(HostRoot(str(tmp_path)), runner, address="10.0.0.5")
     assert result["interface"] == "bond0.100"
     assert [d["name"] for d in result["devices"]] == ["bond0.100", "bond0", "ens1f0np0", "ens1f1np1"]
     assert result["drivers"] == ["mlx5_core"] and result["on_ofed_driver"] is True
@@ -231,9 +235,9 @@ def test_management_on_another_nic_or_unknown(tmp_path):
     os.makedirs(os.path.join(str(tmp_path), "sys/bus/pci/drivers/igb"))
     link(tmp_path, "/sys/class/net/eno1/device/driver", "/sys/bus/pci/drivers/igb")
     host = HostRoot(str(tmp_path))
-    result = ofed.management_path(host, FakeRunner({}), interface="eno1")
+    result = status.management_path(host, FakeRunner({}), interface="eno1")
     assert result["drivers"] == ["igb"] and result["on_ofed_driver"] is False
-    unknown = ofed.management_path(host, FakeRunner({}), address="192.0.2.1")
+    unknown = status.management_path(host, FakeRunner({}), address="192.0.2.1")
     assert unknown["interface"] is None and unknown["on_ofed_driver"] is False
 
 
@@ -244,11 +248,11 @@ WANTS = dict(doca_profile="doca-ofed", doca_version="3.2.1", mlnx_ofed_version="
 
 
 def test_resolve_provider():
-    assert ofed.resolve_provider("auto", DOCA_STACK, False)[0] == "doca"
-    assert ofed.resolve_provider("auto", dict(flavor="mlnx_ofed", version="5.8"), True)[0] == "mlnx_ofed"
-    assert ofed.resolve_provider("auto", dict(flavor="inbox"), True)[0] == "doca"
-    assert ofed.resolve_provider("auto", dict(flavor="none"), False)[0] == "inbox"
-    assert ofed.resolve_provider("inbox", DOCA_STACK, True) == ("inbox", "ofed_provider is inbox")
+    assert status.resolve_provider("auto", DOCA_STACK, False)[0] == "doca"
+    assert status.resolve_provider("auto", dict(flavor="mlnx_ofed", version="5.8"), True)[0] == "mlnx_ofed"
+    assert status.resolve_provider("auto", dict(flavor="inbox"), True)[0] == "doca"
+    assert status.resolve_provider("auto", dict(flavor="none"), False)[0] == "inbox"
+    assert status.resolve_provider("inbox", DOCA_STACK, True) == ("inbox", "ofed_provider is inbox")
 
 
 @pytest.mark.parametrize("state,provider,stack,packages,expected", [
@@ -269,19 +273,19 @@ def test_resolve_provider():
     ("absent", "doca", dict(flavor="inbox"), {"rdma-core": "1", "ibverbs-utils": "1"}, ("none", None)),
 ])
 def test_plan_action(state, provider, stack, packages, expected):
-    action, remove_flavor, reason = ofed.plan_action(state, provider, stack, packages, WANTS)
+    action, remove_flavor, reason = status.plan_action(state, provider, stack, packages, WANTS)
     assert (action, remove_flavor) == expected
     assert reason
 
 
 def test_restart_need():
-    assert ofed.restart_need(dict(DOCA_STACK, loaded_driver=None), "doca_ofed")[0] is False
-    assert ofed.restart_need(DOCA_STACK, "doca_ofed")[0] is False
-    required, reason = ofed.restart_need(dict(DOCA_STACK, loaded_driver="inbox", mlx5_core_version=None), "doca_ofed")
+    assert status.restart_need(dict(DOCA_STACK, loaded_driver=None), "doca_ofed")[0] is False
+    assert status.restart_need(DOCA_STACK, "doca_ofed")[0] is False
+    required, reason = status.restart_need(dict(DOCA_STACK, loaded_driver="inbox", mlx5_core_version=None), "doca_ofed")
     assert required and "kernel's own mlx5_core" in reason
-    required, reason = ofed.restart_need(dict(DOCA_STACK, mlx5_core_version="24.10-1.1.4"), "doca_ofed")
+    required, reason = status.restart_need(dict(DOCA_STACK, mlx5_core_version="24.10-1.1.4"), "doca_ofed")
     assert required and "24.10-1.1.4" in reason
-    assert ofed.restart_need(dict(flavor="inbox", loaded_driver="ofed", mlx5_core_version="25.10-1.7.1"), "inbox")[0]
+    assert status.restart_need(dict(flavor="inbox", loaded_driver="ofed", mlx5_core_version="25.10-1.7.1"), "inbox")[0]
 
 
 MGMT_MLX5 = dict(interface="bond0", drivers=["mlx5_core"], on_ofed_driver=True)
@@ -301,7 +305,7 @@ MGMT_OTHER = dict(interface="eno1", drivers=["igb"], on_ofed_driver=False)
     (True, "never", True, MGMT_OTHER, [], True, False, "pending"),
 ])
 def test_decide_activation(required, policy, consent, mgmt, risks, changed, can, expected):
-    activation, reason = ofed.decide_activation(required, "the loaded driver is old", policy, consent, mgmt, risks,
+    activation, reason = status.decide_activation(required, "the loaded driver is old", policy, consent, mgmt, risks,
                                                 changed, can)
     assert activation == expected
     if expected == "pending":
@@ -317,22 +321,22 @@ def test_decide_activation(required, policy, consent, mgmt, risks, changed, can,
     (173, False, "mst driver"), (99, False, "unknown exit status 99"),
 ])
 def test_installer_return_codes(rc, ok, words):
-    result_ok, meaning = ofed.explain_installer_rc(rc)
+    result_ok, meaning = installer.explain_installer_rc(rc)
     assert result_ok is ok and words in meaning and meaning.startswith("mlnxofedinstall exited %d" % rc)
 
 
 def test_installer_logs_dir():
     out = "Logs dir: /tmp/MLNX_OFED_LINUX.2145.logs\nGeneral log file: /tmp/MLNX_OFED_LINUX.2145.logs/general.log\n"
-    assert ofed.installer_logs_dir(out) == "/tmp/MLNX_OFED_LINUX.2145.logs"
-    assert ofed.installer_logs_dir("nothing") is None
+    assert installer.installer_logs_dir(out) == "/tmp/MLNX_OFED_LINUX.2145.logs"
+    assert installer.installer_logs_dir("nothing") is None
 
 
 def test_sha256_normalization():
     digest = "a" * 64
-    assert ofed.normalize_sha256("SHA256:" + digest.upper()) == digest
+    assert installer.normalize_sha256("SHA256:" + digest.upper()) == digest
     for bad in ("", "abc", "g" * 64, "md5:" + "a" * 32):
-        with pytest.raises(ofed.OfedError, match="ofed_mlnx_ofed_sha256"):
-            ofed.normalize_sha256(bad)
+        with pytest.raises(InputError, match="ofed_mlnx_ofed_sha256"):
+            installer.normalize_sha256(bad)
 
 
 def make_tarball(path, members):
@@ -363,16 +367,18 @@ def test_extract_and_kernel_support(tmp_path):
     ])
     dest = tmp_path / "x"
     dest.mkdir()
-    installer_dir = ofed.extract_tarball(tgz, str(dest))
-    assert installer_dir == str(dest / top)
-    assert ofed.needs_kernel_support("auto", installer_dir, "6.1.0-21-amd64")[0] is False
-    add, why = ofed.needs_kernel_support("auto", installer_dir, "6.1.0-26-amd64")
+    host = HostRoot(str(tmp_path))
+    installer_dir = installer.extract_tarball(host, "/" + os.path.basename(tgz), "/x")
+    assert host.path(installer_dir) == str(dest / top)
+    assert installer.needs_kernel_support(host, "auto", installer_dir, "6.1.0-21-amd64")[0] is False
+    add, why = installer.needs_kernel_support(host, "auto", installer_dir, "6.1.0-26-amd64")
     assert add and "6.1.0-21-amd64" in why
-    assert ofed.needs_kernel_support("never", installer_dir, "6.1.0-26-amd64")[0] is False
-    argv = ofed.installer_argv(installer_dir, ["--without-fw-update", "--force"], True)
+    assert installer.needs_kernel_support(host, "never", installer_dir, "6.1.0-26-amd64")[0] is False
+    argv = installer.installer_argv(host, installer_dir, ["--without-fw-update", "--force"], True)
+    assert argv[0] == str(dest / top / "mlnxofedinstall")
     assert argv[1:] == ["--without-fw-update", "--force", "--add-kernel-support"]
-    os.unlink(os.path.join(installer_dir, ".supported_kernels"))
-    assert ofed.needs_kernel_support("auto", installer_dir, "6.1.0-26-amd64")[0] is False
+    os.unlink(os.path.join(host.path(installer_dir), ".supported_kernels"))
+    assert installer.needs_kernel_support(host, "auto", installer_dir, "6.1.0-26-amd64")[0] is False
 
 
 @pytest.mark.parametrize("members", [
@@ -386,27 +392,27 @@ def test_extract_refuses_escaping_members(tmp_path, members):
     make_tarball(tgz, members)
     dest = tmp_path / "x"
     dest.mkdir()
-    with pytest.raises(ofed.OfedError, match="outside"):
-        ofed.extract_tarball(tgz, str(dest))
+    with pytest.raises(RefusedError, match="outside"):
+        installer.extract_tarball(HostRoot(str(tmp_path)), "/bad.tgz", "/x")
     assert os.listdir(str(dest)) == []
 
 
 # -- repository files --------------------------------------------------------------------------------
 def test_apt_files_for_a_flat_doca_repository():
     url = "https://linux.mellanox.com/public/repo/doca/3.2.1/ubuntu24.04/x86_64/"
-    source = ofed.render_apt_source(url, "./", "/etc/apt/keyrings/rdmaops-doca.asc")
+    source = repo.render_apt_source(url, "./", "/etc/apt/keyrings/rdmaops-doca.asc")
     assert "URIs: %s\nSuites: ./\nSigned-By: /etc/apt/keyrings/rdmaops-doca.asc\n" % url in source
     assert "Components" not in source
-    prefs = ofed.render_apt_preferences(url, ["doca-ofed"], "3.2.1*", 600, ["dkms"])
+    prefs = repo.render_apt_preferences(url, ["doca-ofed"], "3.2.1*", 600, ["dkms"])
     assert "Package: doca-ofed\nPin: version 3.2.1*\nPin-Priority: 1001" in prefs
     assert 'Package: *\nPin: origin "linux.mellanox.com"\nPin-Priority: 600' in prefs
     assert 'Package: dkms\nPin: origin "linux.mellanox.com"\nPin-Priority: -1' in prefs
-    assert ofed.url_host("http://127.0.0.1:8765/doca/") == "127.0.0.1"
-    assert ofed.url_host("http://[::1]:8765/doca/") == "::1"
+    assert repo.url_host("http://127.0.0.1:8765/doca/") == "127.0.0.1"
+    assert repo.url_host("http://[::1]:8765/doca/") == "::1"
 
 
 def test_dnf_repo_file():
-    text = ofed.render_dnf_repo("rdmaops-doca", "https://linux.mellanox.com/public/repo/doca/3.2.1/rhel9/x86_64/",
+    text = repo.render_dnf_repo("rdmaops-doca", "https://linux.mellanox.com/public/repo/doca/3.2.1/rhel9/x86_64/",
                                 "/etc/pki/rpm-gpg/RPM-GPG-KEY-rdmaops-doca", 10, [])
     assert "[rdmaops-doca]\n" in text and "gpgcheck=1\n" in text and "priority=10\n" in text
     assert "gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-rdmaops-doca\n" in text
@@ -417,25 +423,19 @@ def test_plan_repo_writes_then_is_idempotent_then_removes(tmp_path):
     host = HostRoot(str(tmp_path))
     params = dict(url="http://127.0.0.1:8765/doca/", suite="./", pin_packages=["doca-ofed"], pin_version="3.2.1*",
                   origin_priority=600, distro_packages=[], dnf_priority=10, exclude=[])
-    desired = ofed.desired_repo_files("apt", "doca", params, "-----BEGIN PGP PUBLIC KEY BLOCK-----\n...\n")
-
-    def write_file(path, text, mode):
-        write(tmp_path, path, text)
-
-    def remove(path):
-        os.unlink(host.path(path))
+    desired = repo.desired_repo_files("apt", "doca", params, "-----BEGIN PGP PUBLIC KEY BLOCK-----\n...\n")
 
     plan = Plan()
-    ofed.plan_repo(host, plan, "apt", "doca", "present", desired, write_file, remove)
+    repo.plan_repo(host, plan, "apt", "doca", "present", desired)
     assert plan.descriptions() == ["write /etc/apt/keyrings/rdmaops-doca.asc",
                                    "write /etc/apt/sources.list.d/rdmaops-doca.sources",
                                    "write /etc/apt/preferences.d/rdmaops-doca.pref"]
     plan.apply(check_mode=False)
     again = Plan()
-    ofed.plan_repo(host, again, "apt", "doca", "present", desired, write_file, remove)
+    repo.plan_repo(host, again, "apt", "doca", "present", desired)
     assert not again.changed
     gone = Plan()
-    ofed.plan_repo(host, gone, "apt", "doca", "absent", {}, write_file, remove)
+    repo.plan_repo(host, gone, "apt", "doca", "absent", {})
     assert len(gone) == 3
     gone.apply(check_mode=False)
     assert not os.path.exists(host.path("/etc/apt/sources.list.d/rdmaops-doca.sources"))
@@ -464,7 +464,7 @@ def test_gather_status_steady_doca_host(tmp_path):
         DPKG_KEY: (0, DPKG_DOCA),
         "dkms status": (0, "mlnx-ofed-kernel/%s, 6.8.0-45-generic, x86_64: installed\n" % OFED_V),
     })
-    result, problems, warnings = ofed.gather_status(HostRoot(str(tmp_path)), runner, PARAMS, DOCA_STACK)
+    result, problems, warnings = status.gather_status(HostRoot(str(tmp_path)), runner, PARAMS, DOCA_STACK)
     assert (result["provider"], result["needed"]) == ("doca", "none")
     assert problems == [] and warnings == []
     assert result["activation"] == "none"
@@ -481,7 +481,7 @@ def test_gather_status_after_a_kernel_update_without_and_with_headers(tmp_path):
         DPKG_KEY: (0, DPKG_DOCA),
         "dkms status": (0, "mlnx-ofed-kernel/%s, 6.8.0-45-generic, x86_64: installed\n" % OFED_V),
     })
-    result, problems, warnings = ofed.gather_status(HostRoot(str(tmp_path)), runner, PARAMS, DOCA_STACK)
+    result, problems, warnings = status.gather_status(HostRoot(str(tmp_path)), runner, PARAMS, DOCA_STACK)
     assert result["kernels_missing"] == ["6.8.0-48-generic", "6.8.0-49-generic"]
     assert result["kernels_to_build"] == ["6.8.0-49-generic"]
     text = "\n".join(problems)
@@ -490,7 +490,7 @@ def test_gather_status_after_a_kernel_update_without_and_with_headers(tmp_path):
     assert "'dkms autoinstall -k 6.8.0-49-generic'" in text
     assert "DKMS module mlnx-ofed-kernel/%s is absent for kernel 6.8.0-48-generic" % OFED_V in text
     assert "cc1: error: bad" in text
-    warn_only, problems_warn, warnings_warn = ofed.gather_status(
+    warn_only, problems_warn, warnings_warn = status.gather_status(
         HostRoot(str(tmp_path)), runner, dict(PARAMS, kernel_coverage="warn"), DOCA_STACK)
     assert not any("has no OFED" in p for p in problems_warn)
     assert any("6.8.0-48-generic has no OFED" in w for w in warnings_warn)
@@ -506,19 +506,19 @@ def test_gather_status_new_driver_not_loaded_under_management(tmp_path):
     })
     stack = dict(DOCA_STACK, loaded_driver="inbox", mlx5_core_version=None)
     params = dict(PARAMS, management_interface="ens1f0np0", reboot="never")
-    result, problems, warnings = ofed.gather_status(HostRoot(str(tmp_path)), runner, params, stack)
+    result, problems, warnings = status.gather_status(HostRoot(str(tmp_path)), runner, params, stack)
     assert result["restart_required"] and result["management"]["on_ofed_driver"]
     assert result["activation"] == "pending"
     assert warnings and "ens1f0np0" in warnings[0]
-    consent, _p, _w = ofed.gather_status(HostRoot(str(tmp_path)), runner, dict(params, allow_driver_restart=True), stack)
+    consent, _p, _w = status.gather_status(HostRoot(str(tmp_path)), runner, dict(params, allow_driver_restart=True), stack)
     assert consent["activation"] == "restart"
 
 
 def test_gather_status_requires_a_doca_version(tmp_path):
     doca_host(tmp_path)
     runner = FakeRunner({DPKG_KEY: (0, "")})
-    with pytest.raises(ofed.OfedError, match="ofed_doca_version"):
-        ofed.gather_status(HostRoot(str(tmp_path)), runner, dict(PARAMS, provider="doca", doca_version=""),
+    with pytest.raises(InputError, match="ofed_doca_version"):
+        status.gather_status(HostRoot(str(tmp_path)), runner, dict(PARAMS, provider="doca", doca_version=""),
                            dict(flavor="none"))
 
 
@@ -527,6 +527,6 @@ def test_make_log_of_another_kernel_is_not_shown(tmp_path):
     write(tmp_path, log, "DKMS make.log for mlnx-ofed-kernel-%s for kernel 6.8.0-49-generic (x86_64)\n"
                          "error: bad\n" % OFED_V)
     host = HostRoot(str(tmp_path))
-    assert ofed.make_log_tail(host, "mlnx-ofed-kernel", OFED_V, "6.8.0-48-generic", "x86_64") == (None, None)
-    path, tail = ofed.make_log_tail(host, "mlnx-ofed-kernel", OFED_V, "6.8.0-49-generic", "x86_64")
+    assert pkg.make_log_tail(host, "mlnx-ofed-kernel", OFED_V, "6.8.0-48-generic", "x86_64") == (None, None)
+    path, tail = pkg.make_log_tail(host, "mlnx-ofed-kernel", OFED_V, "6.8.0-49-generic", "x86_64")
     assert path == log and tail.endswith("error: bad")
