@@ -91,7 +91,11 @@ def resolve_target(host, host_path):
     if not os.path.islink(real):
         return real
     target = os.path.realpath(real)
-    host.to_host(target)  # raises when the link leaves a recorded tree
+    try:
+        host.to_host(target)  # raises when the link leaves a recorded tree
+    except ValueError:
+        raise RefusedError("%s is a symlink that leads out of the host root %s; it was left alone" % (host_path, host.root),
+                           path=host_path)
     return target
 
 
@@ -192,6 +196,35 @@ def restore(host, host_path, saved):
         remove(host, host_path)
     else:
         write_atomic(host, host_path, saved)
+
+
+def snapshot_entry(host, host_path):
+    """Like :func:`snapshot`, and also the symlink ``host_path`` is (its target as written), if it is one."""
+    try:
+        link = os.readlink(host.path(host_path))
+    except (IOError, OSError):
+        link = None
+    return dict(bytes=read_bytes(host, host_path), link=link)
+
+
+def restore_entry(host, host_path, saved):
+    """Put back a :func:`snapshot_entry`: a symlink that was removed comes back as that symlink
+    (its target was never touched), anything else as :func:`restore` does it."""
+    real = host.path(host_path)
+    if saved.get("link") is not None and not os.path.islink(real):
+        if os.path.lexists(real):
+            os.unlink(real)
+        os.symlink(saved["link"], real)
+        _fsync_dir(os.path.dirname(real))
+        return
+    if saved.get("link") is not None and saved.get("bytes") is None:
+        # a dangling link whose target was written: remove that target, keep the link
+        target = resolve_target(host, host_path)
+        if target != real and os.path.lexists(target):
+            os.unlink(target)
+            _fsync_dir(os.path.dirname(target))
+        return
+    restore(host, host_path, saved.get("bytes"))
 
 
 def _fsync_dir(directory):

@@ -20,7 +20,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import file_name
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import FILE_NAME, file_name, full_match
 
 SYSTEMD_DIR = "/etc/systemd/system"
 WANTS_DIR = SYSTEMD_DIR + "/multi-user.target.wants"
@@ -30,7 +30,8 @@ MODULES_LOAD_DIR = "/etc/modules-load.d"
 
 
 def valid_unit_name(name):
-    return name.endswith(".service") and "/" not in name and not name.startswith(".")
+    """True for a plain ``*.service`` file name (the whole name: no newline, '/', leading '.' or '-')."""
+    return full_match(FILE_NAME, name) and name.endswith(".service") and name != ".service"
 
 
 def unit_name(key, value):

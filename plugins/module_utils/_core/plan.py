@@ -100,14 +100,14 @@ class Plan:
         saved = {}
 
         def action():
-            saved["bytes"] = files.snapshot(host, path)
+            saved.update(files.snapshot_entry(host, path))
             if text is None:
                 files.remove(host, path)
             else:
                 files.write_atomic(host, path, text, mode=mode, makedirs=True)
 
         def undo():
-            files.restore(host, path, saved.get("bytes"))
+            files.restore_entry(host, path, saved)
 
         verb = "remove" if text is None else ("write" if current is None else "update")
         return self.add(key or path, current, text, action, description or "%s %s" % (verb, path),

@@ -51,3 +51,19 @@ def test_bad_input_names_the_problem():
         roce_mtu_mismatches({}, 9000)
     with pytest.raises(AnsibleFilterError, match="host_mtu='jumbo' is not an integer"):
         roce_mtu_mismatches({"devices": {}}, "jumbo")
+
+
+def test_one_interface_name_as_a_string_is_that_interface_not_its_letters(tmp_path):
+    facts = gather(tmp_path, cx7_doca.manifest())[0]
+    # set("ens1f0np0") used to be a set of letters, so no port matched and nothing was reported
+    (entry,) = roce_mtu_mismatches(facts, 9000, "ens1f1np1")
+    assert entry["netdev"] == "ens1f1np1"
+    assert roce_mtu_mismatches(facts, 9000, "ens1f0np0") == []
+
+
+@pytest.mark.parametrize("host_mtu", [True, None, "9000.0", [9000]])
+def test_host_mtu_that_is_not_an_integer_is_refused(host_mtu):
+    # int(True) used to be 1: every port was then reported against an MTU of 1
+    with pytest.raises(AnsibleFilterError, match="is not an integer"):
+        roce_mtu_mismatches({"devices": {}}, host_mtu)
+    assert roce_mtu_mismatches({"devices": {}}, "9000") == []
