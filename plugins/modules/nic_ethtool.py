@@ -20,12 +20,19 @@ description:
     reason. O(unsupported) decides whether that is a warning or a failure.
   - With O(persist=true), one udev rule per interface re-applies the supported settings whenever the netdev
     appears (boot, driver reload, hot plug), in C(/etc/udev/rules.d/90-rdmaops-roce-ethtool.rules).
+    That file holds one line per interface, keyed by its name; a call rewrites only the lines of the
+    interfaces it names and keeps the other interfaces' lines, so calls for different interfaces
+    (one per play, one per NIC) all stay persistent.
   - Options left unset (null) are not touched, neither now nor in the rule.
 author:
   - rdmaops developers (@rdmaops)
 options:
   interfaces:
-    description: The netdevs to tune (the RDMA NICs' netdevs, e.g. C(ens1f0np0)).
+    description:
+      - The netdevs to tune (the RDMA NICs' netdevs, e.g. C(ens1f0np0)).
+      - Each must be a kernel interface name (1 to 15 bytes, not C(.) or C(..), no C(/), C(:) or
+        whitespace), must not start with C(-) and, with O(persist=true), must not hold C(") or a glob
+        character; checked before anything is read.
     type: list
     elements: str
     required: true
@@ -53,13 +60,15 @@ options:
   unsupported:
     description:
       - V(warn) applies what the driver supports and warns about each knob it does not.
-      - V(fail) fails the task when any asked knob is unsupported (after applying the supported ones).
+      - V(fail) fails the task when any asked knob is unsupported (after applying the supported ones;
+        before anything is changed when there is nothing supported to apply, and in check mode).
     type: str
     choices: [warn, fail]
     default: warn
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.owned_files
 notes:
   - Needs C(ethtool). The udev rule calls it by the absolute path found on the host.
 """
@@ -92,16 +101,35 @@ unsupported:
   type: dict
   sample: {"eth0": {"global pause": "ethtool -a failed (rc=1): netlink error: Operation not supported"}}
 rules_path:
-  description: The udev rules file.
+  description: The udev rules file (one line per interface; lines of interfaces not named in this call are kept).
   returned: always
   type: str
+  sample: /etc/udev/rules.d/90-rdmaops-roce-ethtool.rules
+commands:
+  description: The ethtool commands that ran, in order.
+  returned: always
+  type: list
+  elements: str
+applied:
+  description: When applying stopped part-way, the changes that stayed applied.
+  returned: failure
+  type: list
+  elements: str
+rolled_back:
+  description: When applying stopped part-way, the changes that were undone (old knob values set again, the rules file put back).
+  returned: failure
+  type: list
+  elements: str
+not_applied:
+  description: When applying stopped part-way, the changes that were not made.
+  returned: failure
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner, ToolNotFound
-from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.ethtool import EthtoolError, NicKnobs
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.ethtool import NicEthtoolEngine
 
 
 def main():
@@ -114,53 +142,11 @@ def main():
             adaptive_tx=dict(type="bool"),
             persist=dict(type="bool", default=True),
             unsupported=dict(type="str", choices=["warn", "fail"], default="warn"),
+            adopt=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    rings = dict((k, v) for k, v in (params["rings"] or {}).items())
-    for key, value in rings.items():
-        if isinstance(value, str) and value != "max":
-            try:
-                rings[key] = int(value)
-            except ValueError:
-                module.fail_json(msg="rings.%s=%r: use a positive number of descriptors or 'max'" % (key, value))
-    runner = CommandRunner(module)
-    try:
-        if not runner.has("ethtool"):
-            raise ToolNotFound("ethtool")
-        knobs = NicKnobs(
-            HostRoot(),
-            runner,
-            params["interfaces"],
-            global_pause=params["global_pause"],
-            rings=rings,
-            adaptive_rx=params["adaptive_rx"],
-            adaptive_tx=params["adaptive_tx"],
-            persist=params["persist"],
-        )
-        plan = Plan()
-        knobs.plan(plan)
-        plan.apply(module.check_mode)
-    except (EthtoolError, ToolNotFound) as exc:
-        module.fail_json(msg=str(exc))
-    problems = {} if module.check_mode else knobs.verify()
-    if problems:
-        module.fail_json(msg="ethtool reports other values after setting them: %s" % problems, unsupported=knobs.unsupported)
-
-    done = Plan()
-    for change in plan:
-        name, _sep, knob = change.key.partition(" ")
-        if (name, knob) not in knobs.failed:
-            done.add(change.key, change.before, change.after, change.action, change.description, change.header)
-    result = done.result(module.check_mode, module._diff)
-    result.update(state=knobs.state, unsupported=knobs.unsupported, rules_path=knobs.rules_path)
-    if knobs.unsupported and params["unsupported"] == "fail":
-        module.fail_json(msg="unsupported NIC settings: %s" % knobs.unsupported, **result)
-    for name, knobs_of in sorted(knobs.unsupported.items()):
-        for knob, reason in sorted(knobs_of.items()):
-            module.warn("%s: %s not applied: %s" % (name, knob, reason))
-    module.exit_json(**result)
+    run_module(module, NicEthtoolEngine)
 
 
 if __name__ == "__main__":

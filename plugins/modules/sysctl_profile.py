@@ -32,7 +32,8 @@ options:
   settings:
     description:
       - Kernel parameters and their values, for example C(net.core.rmem_max=4194304).
-      - Keys use sysctl.d(5) syntax. Values are integers, strings, or lists (written space-separated,
+      - Keys use sysctl.d(5) syntax; a key with any other character (a space, a trailing newline) and a
+        value with a line break are refused before anything is written. Values are integers, strings, or lists (written space-separated,
         as C(net.ipv4.tcp_rmem) expects); booleans become C(1) or C(0).
       - Required with O(state=present).
     type: dict
@@ -40,7 +41,11 @@ options:
     description:
       - The sysctl.d file this module owns. It is rewritten as a whole; put local settings in
         another file.
-      - Must end in C(.conf), the only files systemd-sysctl reads.
+      - Must be a file directly in C(/etc/sysctl.d) whose name ends in C(.conf), the only files
+        systemd-sysctl reads there; a path with C(..), in a sub-directory or elsewhere is refused
+        before anything is written.
+      - A file at that path that rdmaops.roce did not write (no C(Managed by rdmaops.roce) line) is
+        refused unless O(adopt=true).
     type: path
     default: /etc/sysctl.d/90-rdmaops-roce.conf
   state:
@@ -62,7 +67,8 @@ options:
       - What to do when a key's running value differs and cannot be set here (absent from this
         kernel, read-only in this namespace, or refused by the kernel).
       - V(fail) fails the task. Keys found unsettable while reading fail it before anything is
-        changed; a write the kernel refuses fails it after the file and the other keys were applied.
+        changed; a write the kernel refuses fails it and puts back the file and the values already
+        set (RV(rolled_back) lists them).
       - V(warn) writes the file, applies what can be applied, warns once per key and lists the rest
         in RV(unapplied). Use it for containers, where C(net.core.*) keys belong to the host.
     type: str
@@ -71,6 +77,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.owned_files
 notes:
   - Writes the running value directly to C(/proc/sys), as C(sysctl -w) does; it does not run
     C(sysctl --system), so keys of other files are not re-applied.
@@ -136,20 +143,28 @@ overridden:
   type: list
   elements: dict
   sample: [{"key": "net.core.rmem_max", "file": "/etc/sysctl.d/99-local.conf", "value": "8388608", "ours": "4194304"}]
+applied:
+  description: When applying stopped part-way (a write the kernel refused with O(runtime_errors=fail)), the
+    changes that stayed applied.
+  returned: failure
+  type: list
+  elements: str
+rolled_back:
+  description: When applying stopped part-way, the changes that were undone (the file put back, running
+    values set to what they were).
+  returned: failure
+  type: list
+  elements: str
+not_applied:
+  description: When applying stopped part-way, the changes that were not made (the refused one included).
+  returned: failure
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
-from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.sysctl import (
-    ProfileError,
-    SysctlProfile,
-    later_overrides,
-)
-
-
-def describe(unapplied):
-    return "; ".join("%s (want %s, have %s): %s" % (key, v["want"], v["have"], v["reason"]) for key, v in sorted(unapplied.items()))
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.sysctl import SysctlProfileEngine
 
 
 def main():
@@ -160,68 +175,12 @@ def main():
             state=dict(type="str", choices=["present", "absent"], default="present"),
             apply_runtime=dict(type="bool", default=True),
             runtime_errors=dict(type="str", choices=["fail", "warn"], default="fail"),
+            adopt=dict(type="bool", default=False),
         ),
         required_if=[("state", "present", ["settings"])],
         supports_check_mode=True,
     )
-    params = module.params
-    host = HostRoot()
-    try:
-        profile = SysctlProfile(
-            host,
-            params["path"],
-            params["settings"] or {},
-            state=params["state"],
-            apply_runtime=params["apply_runtime"],
-            owner="rdmaops.roce.sysctl_profile",
-        )
-    except ProfileError as exc:
-        module.fail_json(msg=str(exc))
-
-    plan = Plan()
-    profile.plan(plan)
-    if profile.unapplied and params["runtime_errors"] == "fail":
-        module.fail_json(
-            msg="nothing was changed: these keys cannot be set at runtime on this host: %s. Fix or remove "
-            "them, or set runtime_errors=warn to persist them for the next boot anyway" % describe(profile.unapplied),
-            unapplied=profile.unapplied,
-            settings=profile.settings,
-        )
-
-    try:
-        plan.apply(module.check_mode)
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="writing %s failed: %s" % (params["path"], exc), settings=profile.settings)
-    if not module.check_mode:
-        problems = profile.verify()
-        if problems:
-            module.fail_json(msg="; ".join(problems.values()), settings=profile.settings, unapplied=profile.unapplied)
-
-    # What really changed: a runtime write the kernel refused is reported, not counted.
-    failed = profile.failed_writes()
-    done = Plan()
-    for change in plan:
-        if not (change.key.startswith("sysctl ") and change.key[len("sysctl "):] in failed):
-            done.add(change.key, change.before, change.after, change.action, change.description, change.header)
-    result = done.result(module.check_mode, module._diff)
-    runtime = dict(
-        (key, dict(before=values["before"], after=values["after"]))
-        for key, values in profile.runtime.items()
-        if values["before"] != values["after"] and key not in failed
-    )
-    overridden = later_overrides(host, params["path"], profile.settings) if params["state"] == "present" else []
-    result.update(path=params["path"], settings=profile.settings, runtime=runtime, unapplied=profile.unapplied, overridden=overridden)
-
-    if profile.unapplied and params["runtime_errors"] == "fail":
-        module.fail_json(msg="the kernel refused these keys: %s" % describe(profile.unapplied), **result)
-    for key, values in sorted(profile.unapplied.items()):
-        module.warn("sysctl %s not applied at runtime (want %s, have %s): %s" % (key, values["want"], values["have"], values["reason"]))
-    for entry in overridden:
-        module.warn(
-            "sysctl %s = %s in %s is applied after %s at boot and wins over %s"
-            % (entry["key"], entry["value"], entry["file"], params["path"], entry["ours"])
-        )
-    module.exit_json(**result)
+    run_module(module, SysctlProfileEngine)
 
 
 if __name__ == "__main__":

@@ -172,3 +172,69 @@ def test_gpudirect_config_acs_check_apply_idempotence(tmp_path):
 
     rc, result = adhoc("rdmaops.roce.gpudirect_config", "iommu=passthrough kernel_args='iommu=pt quiet'", env)
     assert rc != 0 and "each must be one kernel parameter" in result["msg"]
+
+
+@pytest.fixture
+def virtio_tree(tmp_path):
+    """Two virtio_net netdevs answering ethtool -g as ethtool 6.1 does (rings already at their maximum, 256)."""
+    here = os.path.dirname(os.path.abspath(hosttree.__file__))
+    with open(os.path.join(here, "fixtures", "tools", "ethtool", "virtio_net-ethtool6.1-g.txt")) as handle:
+        rings = handle.read()
+    manifest = {"entries": {}, "commands": {}}
+    for name in ("eth1", "eth2"):
+        manifest["entries"]["/sys/class/net/" + name] = {"type": "dir"}
+        manifest["commands"]["ethtool -g " + name] = {"rc": 0, "stdout": rings.replace("eth0", name), "stderr": ""}
+    bindir = hosttree.materialize(manifest, tmp_path)
+    return tree_env(tmp_path, [bindir])
+
+
+def test_nic_ethtool_keeps_the_rules_of_every_interface(virtio_tree, tmp_path):
+    rules = tmp_path / "etc/udev/rules.d/90-rdmaops-roce-ethtool.rules"
+    for name in ("eth2", "eth1"):
+        rc, result = adhoc("rdmaops.roce.nic_ethtool", "interfaces=%s rings={'rx':'max'}" % name, virtio_tree)
+        assert rc == 0 and result["changed"] is True, result
+        assert result["changes"] == ["write /etc/udev/rules.d/90-rdmaops-roce-ethtool.rules"]
+        assert result["rules_path"] == "/etc/udev/rules.d/90-rdmaops-roce-ethtool.rules"
+    lines = rules.read_text().splitlines()
+    assert [line.split('NAME=="')[1].split('"')[0] for line in lines[2:]] == ["eth1", "eth2"]
+    assert all(line.endswith(' -G $name rx 256"') for line in lines[2:])
+    for name in ("eth1", "eth2"):
+        rc, result = adhoc("rdmaops.roce.nic_ethtool", "interfaces=%s rings={'rx':'max'}" % name, virtio_tree)
+        assert rc == 0 and result["changed"] is False
+
+
+def test_nic_ethtool_refuses_names_the_kernel_refuses(virtio_tree):
+    for name in ("..", "eth1:0", "-s"):
+        rc, result = adhoc("rdmaops.roce.nic_ethtool", "interfaces=%s global_pause=false" % name, virtio_tree)
+        assert rc != 0 and result["msg"].startswith("invalid interface name %r" % name), result
+        assert result.get("commands") in (None, [])
+
+
+def test_sysctl_key_with_a_newline_writes_nothing(sysctl_tree):
+    # A key ending in a newline passed re.match(...$): the module wrote a broken line and returned rc 0.
+    args = '{"settings": {"net.core.rmem_max\\n": 4194304}, "apply_runtime": false}'
+    rc, result = adhoc("rdmaops.roce.sysctl_profile", args, tree_env(sysctl_tree, []))
+    assert rc != 0 and result["msg"].startswith("invalid sysctl key 'net.core.rmem_max\\n'")
+    assert not (sysctl_tree / PATH.lstrip("/")).exists()
+
+
+def test_sysctl_path_outside_sysctl_d_is_refused(sysctl_tree):
+    env = tree_env(sysctl_tree, [])
+    (sysctl_tree / "etc/profile.d").mkdir(parents=True)
+    for path in ("/etc/profile.d/evil.conf", "/etc/sysctl.d/../../escape.conf"):
+        rc, result = adhoc("rdmaops.roce.sysctl_profile", ARGS + " path=" + path, env)
+        assert rc != 0 and result["msg"].startswith("path=%r must be a file directly in /etc/sysctl.d" % path), result
+    assert not (sysctl_tree / "etc/profile.d/evil.conf").exists()
+    assert not (sysctl_tree.parent / "escape.conf").exists() and not (sysctl_tree / "escape.conf").exists()
+    assert (sysctl_tree / "proc/sys/net/core/rmem_max").read_text() == "212992\n"
+
+
+def test_sysctl_file_of_someone_else_needs_adopt(sysctl_tree):
+    env = tree_env(sysctl_tree, [])
+    (sysctl_tree / PATH.lstrip("/")).write_text("kernel.panic = 10\n")
+    rc, result = adhoc("rdmaops.roce.sysctl_profile", ARGS, env)
+    assert rc != 0 and "adopt" in result["msg"] and result["changed"] is False
+    assert (sysctl_tree / PATH.lstrip("/")).read_text() == "kernel.panic = 10\n"
+    rc, result = adhoc("rdmaops.roce.sysctl_profile", ARGS + " adopt=true", env)
+    assert rc == 0 and result["changed"] is True
+    assert "Managed by rdmaops.roce" in (sysctl_tree / PATH.lstrip("/")).read_text()

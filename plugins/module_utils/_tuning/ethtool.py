@@ -8,26 +8,79 @@ Read with ``ethtool -a``/``-g``/``-c`` (the text layout of ethtool 5.x/6.x), com
 fails, or prints ``n/a`` for the field) is reported as unsupported with the reason, never skipped
 silently. What was asked is made persistent with one udev rule per interface, which re-applies it
 whenever the netdev appears (boot, driver reload, hot plug).
+
+The rules live in one file, ``/etc/udev/rules.d/90-rdmaops-roce-ethtool.rules``, keyed by
+interface: one line per interface (``NAME=="<ifname>"``), sorted by name.  A call rewrites only
+the lines of the interfaces it was given and keeps every other interface's line, so two calls
+for two interfaces keep both.  The file carries our marker; one without it is taken over only
+with ``adopt``.  Interface names follow the kernel's rule (``_host/names``), and, because they
+end up in a udev match, hold no ``"``, ``\\`` or glob character.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import re
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (
+    InputError,
+    RefusedError,
+    ToolNotFound,
+    VerifyError,
+)
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import UDEV_RULES_DIR
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import write_atomic
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import RULE, valid_ifname
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import NET_CLASS
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.common import forget, result_without
 
-UDEV_RULES = "/etc/udev/rules.d/90-rdmaops-roce-ethtool.rules"
-_IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+UDEV_RULES = UDEV_RULES_DIR + "/90-rdmaops-roce-ethtool.rules"
+HEADER = (
+    "# Managed by rdmaops.roce.nic_ethtool. Changes here are overwritten on the next run.\n"
+    "# Re-applies the NIC settings whenever the netdev appears (boot, driver reload, hot plug).\n"
+)
+# One of our rule lines, and the interface it is for.
+_RULE_LINE = re.compile(r'ACTION=="add", SUBSYSTEM=="net", NAME=="([^"\\]+)", RUN\+=.*')
+# A udev match value is a glob: these would match other interfaces, or end the value.
+_UDEV_UNSAFE = re.compile(r'["\\*?\[\]|]')
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z -]*?):\s*(\S.*?)\s*$")
 _ADAPTIVE = re.compile(r"^Adaptive RX:\s*(\S+)\s+TX:\s*(\S+)")
 
 
-class EthtoolError(Exception):
-    """Invalid input, raised before anything is read or changed."""
+def check_params(interfaces, rings, persist=True):
+    """Refuse bad input (InputError naming the option) before anything is read or changed."""
+    if not interfaces:
+        raise InputError("interfaces is empty: name the RDMA netdevs to tune", option="interfaces")
+    for name in interfaces:
+        if not valid_ifname(name):
+            raise InputError("invalid interface name %r: a kernel interface name is %s" % (name, RULE), option="interfaces")
+        if name.startswith("-"):
+            raise InputError("invalid interface name %r: it starts with '-', which ethtool would read as an option" % (name,),
+                             option="interfaces")
+        if persist and _UDEV_UNSAFE.search(name):
+            raise InputError(
+                "invalid interface name %r: a udev rule cannot match a name holding '\"', '\\' or a glob character "
+                "(* ? [ ] |) exactly; rename the interface or set persist=false" % (name,),
+                option="interfaces",
+            )
+    for key, value in (rings or {}).items():
+        if key not in ("rx", "tx"):
+            raise InputError("rings.%s: only rx and tx ring sizes are managed" % key, option="rings")
+        if value is not None and value != "max" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise InputError("rings.%s=%r: use a positive number of descriptors or 'max'" % (key, value), option="rings")
+
+
+def parse_rules(text):
+    """``{interface: rule line}`` of the rule lines in a rules file of ours (other lines are not ours to keep)."""
+    rules = {}
+    for line in (text or "").split("\n"):
+        match = _RULE_LINE.fullmatch(line)
+        if match:
+            rules[match.group(1)] = line
+    return rules
 
 
 def _onoff(text):
@@ -97,30 +150,24 @@ class NicKnobs:
     """Plan, apply and persist the knobs of a list of interfaces."""
 
     def __init__(self, host, runner, interfaces, global_pause=None, rings=None, adaptive_rx=None, adaptive_tx=None,
-                 persist=True, rules_path=UDEV_RULES):
-        if not interfaces:
-            raise EthtoolError("interfaces is empty: name the RDMA netdevs to tune")
-        for name in interfaces:
-            if not isinstance(name, str) or not _IFNAME.match(name):
-                raise EthtoolError("invalid interface name %r" % (name,))
-            if not host.exists("/sys/class/net/%s" % name):
-                raise EthtoolError("interface %s does not exist on this host (see /sys/class/net)" % name)
+                 persist=True, rules_path=UDEV_RULES, adopt=False):
         rings = dict(rings or {})
-        for key, value in rings.items():
-            if key not in ("rx", "tx"):
-                raise EthtoolError("rings.%s: only rx and tx ring sizes are managed" % key)
-            if value is not None and value != "max" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise EthtoolError("rings.%s=%r: use a positive number of descriptors or 'max'" % (key, value))
+        check_params(interfaces, rings, persist)
+        for name in interfaces:
+            if not host.exists("%s/%s" % (NET_CLASS, name)):
+                raise InputError("interface %s does not exist on this host (see /sys/class/net)" % name, option="interfaces")
         self.host = host
         self.runner = runner
         self.interfaces = list(interfaces)
         self.want = dict(global_pause=global_pause, rings=rings, adaptive_rx=adaptive_rx, adaptive_tx=adaptive_tx)
         self.persist = persist
         self.rules_path = rules_path
+        self.adopt = adopt
         self.state = {}
         self.unsupported = {}
         self.applied_args = {}
         self.failed = set()
+        self.rules_unchanged = False  # set when applying found that only refused knobs would change the rules
 
     # -- read ---------------------------------------------------------------------------------
     def read(self, name):
@@ -141,10 +188,14 @@ class NicKnobs:
         return self.want["adaptive_rx"] is not None or self.want["adaptive_tx"] is not None
 
     # -- plan ---------------------------------------------------------------------------------
+    def read_all(self):
+        for name in self.interfaces:
+            self.state[name] = self.read(name)
+
     def plan(self, plan):
         wanted = []
         for name in self.interfaces:
-            state = self.state[name] = self.read(name)
+            state = self.state[name] if name in self.state else self.state.setdefault(name, self.read(name))
             commands = []
             for args, before, after, knob in self._changes(name, state):
                 commands.append((args, knob))
@@ -155,6 +206,7 @@ class NicKnobs:
                         after,
                         self._setter(name, args, knob),
                         "%s: set %s from %s to %s" % (name, knob, before, after),
+                        undo=self._undo(name, knob, _args_for(name, knob, before)),
                     )
             if commands:
                 wanted.append((name, commands))
@@ -227,37 +279,51 @@ class NicKnobs:
         runs = ", ".join('RUN+="%s %s"' % (ethtool, " ".join([args[0], "$name"] + args[2:])) for args in merged)
         return 'ACTION=="add", SUBSYSTEM=="net", NAME=="%s", %s' % (name, runs)
 
-    def render_rules(self, wanted):
-        """The rules file for ``wanted`` (knobs the driver refused are left out), or None when empty."""
-        rules = [rule for rule in (self._rule(name, commands) for name, commands in wanted) if rule]
+    def render_rules(self, wanted, current=None):
+        """The rules file for ``wanted`` (knobs the driver refused are left out) with the rules of the
+        other interfaces in ``current`` kept, or None when no rule is left."""
+        rules = parse_rules(current)
+        for name, commands in wanted:
+            rules.pop(name, None)
+            rule = self._rule(name, commands)
+            if rule:
+                rules[name] = rule
+        for name in self.interfaces:  # an interface of this call with nothing supported left has no rule
+            if name not in dict(wanted):
+                rules.pop(name, None)
         if not rules:
             return None
-        return (
-            "# Managed by rdmaops.roce.nic_ethtool. Changes here are overwritten on the next run.\n"
-            "# Re-applies the NIC settings whenever the netdev appears (boot, driver reload, hot plug).\n"
-            + "".join(rule + "\n" for rule in rules)
-        )
+        return HEADER + "".join(rules[name] + "\n" for name in sorted(rules))
 
     def _plan_rules(self, plan, wanted):
-        before, _err = self.host.read_or_errno(self.rules_path)
-        before = None if before is None else before + "\n"
-        after = self.render_rules(wanted)
-        if after is not None:
-            plan.add("udev rules", before, after, lambda: self._write_rules(wanted), "write %s" % self.rules_path, header=self.rules_path)
-        elif before is not None:
-            plan.add("udev rules", before, "", self._remove_rules, "remove %s (no supported knob left)" % self.rules_path, header=self.rules_path)
-
-    def _write_rules(self, wanted):
-        # Rendered again here: a knob the driver refused while applying is left out of the rule.
-        text = self.render_rules(wanted)
-        if text is None:
-            if self.host.exists(self.rules_path):
-                self._remove_rules()
+        current = files.read_text(self.host, self.rules_path)
+        after = self.render_rules(wanted, current)
+        if after == current:
             return
-        write_atomic(self.host, self.rules_path, text, 0o644, makedirs=True)
+        # Refused (before anything is changed) when the file is not ours and not adopted.
+        files.check_owned(self.host, self.rules_path, adopt=self.adopt)
+        saved = {}
 
-    def _remove_rules(self):
-        os.unlink(self.host.path(self.rules_path))
+        def write():
+            # Rendered again here: a knob the driver refused while applying is left out of the rule.
+            saved["bytes"] = files.snapshot(self.host, self.rules_path)
+            text = self.render_rules(wanted, current)
+            if text == current:  # only refused knobs would have changed it: nothing to write after all
+                self.rules_unchanged = True
+                return
+            if text is None:
+                files.remove(self.host, self.rules_path)
+            else:
+                files.write_atomic(self.host, self.rules_path, text, 0o644, makedirs=True)
+
+        def undo():
+            files.restore(self.host, self.rules_path, saved.get("bytes"))
+
+        if after is not None:
+            description = "write %s" % self.rules_path
+        else:
+            description = "remove %s (no supported knob left)" % self.rules_path
+        plan.add("udev rules", current, after, write, description, header=self.rules_path, undo=undo)
 
     # -- apply and re-read --------------------------------------------------------------------
     def _setter(self, name, args, knob):
@@ -271,6 +337,12 @@ class NicKnobs:
                 return
             self.applied_args.setdefault(name, []).append(args)
         return action
+
+    def _undo(self, name, knob, args):
+        def undo():
+            if (name, knob) not in self.failed and args:
+                self.runner.run(["ethtool"] + args)
+        return undo
 
     def verify(self):
         """Re-read every interface that was changed; ``{interface: [what differs]}``."""
@@ -286,6 +358,21 @@ class NicKnobs:
         return problems
 
 
+def _args_for(name, knob, value):
+    """The ethtool arguments that set ``knob`` of ``name`` to ``value`` (what it was before: the undo)."""
+    if knob == "global pause":
+        args = ["-A", name]
+        for key in ("autoneg", "rx", "tx"):
+            if key in (value or {}):
+                args += [key, "on" if value[key] else "off"]
+        return args if len(args) > 2 else None
+    if value is None:
+        return None
+    if knob.endswith(" ring"):
+        return ["-G", name, knob.split()[0], str(value)]
+    return ["-C", name, knob, "on" if value else "off"]
+
+
 def _now(state, knob):
     if knob == "global pause":
         pause = state["pause"]
@@ -293,3 +380,88 @@ def _now(state, knob):
     if knob.endswith(" ring"):
         return state["rings"]["current"].get(knob.split()[0])
     return state["coalesce"][knob.replace("-", "_")]
+
+
+class NicEthtoolEngine(Engine):
+    """``rdmaops.roce.nic_ethtool``: ethtool knobs of a list of interfaces, kept by udev rules."""
+
+    def __init__(self, ctx, params):
+        super(NicEthtoolEngine, self).__init__(ctx, params)
+        self.knobs = None
+        self.rings = {}
+        self._plan = None
+
+    def validate(self):
+        params = self.params
+        rings = dict(params.get("rings") or {})
+        for key, value in rings.items():
+            if isinstance(value, str) and value != "max":
+                try:
+                    rings[key] = int(value)
+                except ValueError:
+                    raise InputError("rings.%s=%r: use a positive number of descriptors or 'max'" % (key, value), option="rings")
+        check_params(params.get("interfaces"), rings, params.get("persist", True))
+        self.rings = rings
+
+    def read(self):
+        if not self.runner.has("ethtool"):
+            raise ToolNotFound("ethtool")
+        params = self.params
+        self.knobs = NicKnobs(
+            self.host,
+            self.runner,
+            params["interfaces"],
+            global_pause=params.get("global_pause"),
+            rings=self.rings,
+            adaptive_rx=params.get("adaptive_rx"),
+            adaptive_tx=params.get("adaptive_tx"),
+            persist=params.get("persist", True),
+            adopt=bool(params.get("adopt")),
+        )
+        self.knobs.read_all()
+
+    @property
+    def fail_unsupported(self):
+        return self.params.get("unsupported") == "fail"
+
+    def plan(self, plan):
+        self._plan = plan
+        self.knobs.plan(plan)
+        if self.knobs.unsupported and self.fail_unsupported and (self.check_mode or not plan.changed):
+            # Nothing would be applied first: fail now (with a plan, after applying the supported knobs).
+            raise RefusedError("unsupported NIC settings: %s" % self.knobs.unsupported, unsupported=self.knobs.unsupported)
+        self._warn()
+
+    def _refused_keys(self):
+        keys = set("%s %s" % pair for pair in self.knobs.failed)
+        if self.knobs.rules_unchanged:
+            keys.add("udev rules")
+        return keys
+
+    def verify(self):
+        forget(self._plan, self._refused_keys())
+        problems = self.knobs.verify()
+        if problems:
+            return ["%s: %s" % (name, "; ".join(found)) for name, found in sorted(problems.items())]
+        if self.knobs.unsupported and self.fail_unsupported:
+            raise VerifyError("unsupported NIC settings: %s" % self.knobs.unsupported, unsupported=self.knobs.unsupported,
+                              applied=[change.description for change in self._plan.applied])
+        self._warn()
+        return []
+
+    def _warn(self):
+        if self.fail_unsupported:
+            return
+        for name, knobs_of in sorted(self.knobs.unsupported.items()):
+            for knob, reason in sorted(knobs_of.items()):
+                self.ctx.warn("%s: %s not applied: %s" % (name, knob, reason))
+
+    def result(self):
+        knobs = self.knobs
+        if knobs is None:
+            return dict(state={}, unsupported={}, rules_path=UDEV_RULES)
+        result = dict(state=knobs.state, unsupported=knobs.unsupported, rules_path=knobs.rules_path)
+        if (knobs.failed or knobs.rules_unchanged) and self._plan is not None:
+            # A setting the driver refused changed nothing: it is in `unsupported`, not in the changes.
+            result.update(result_without(self._plan, self._refused_keys(), self.ctx.check_mode, self.ctx.diff_mode))
+        return result

@@ -14,6 +14,10 @@
   reason, never skipped silently.
 * Files that systemd-sysctl and ``sysctl --system`` read *after* ours and that set the same key
   to another value are reported: at the next boot their value wins.
+* Keys match the sysctl key charset as a whole (a key ending in a newline is refused), values
+  hold no line break, and the file is ``/etc/sysctl.d/<name>.conf``: all checked before anything
+  is read or written.  The file carries our marker; a file at that path without it is replaced or
+  removed only with ``adopt``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,16 +28,24 @@ import errno
 import os
 import re
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import write_atomic
+from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RefusedError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import FILE_NAME, full_match
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.common import forget, result_without
 
 PROC_SYS = "/proc/sys"
 # systemd-sysctl's search path, most important first: a file name found in an earlier
 # directory hides the same name in later ones; all files are then applied sorted by name.
-CONF_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d")
+CONF_DIR = "/etc/sysctl.d"
+CONF_DIRS = (CONF_DIR, "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d")
 # procps' `sysctl --system` reads /etc/sysctl.conf last (Debian links it as 99-sysctl.conf too).
 LEGACY_CONF = "/etc/sysctl.conf"
 
-KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@/+-]*[A-Za-z0-9_]$")
+# Matched against the whole key (fullmatch): "$" would also accept a key ending in a newline.
+KEY_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@/+-]*[A-Za-z0-9_]")
+# A line break (or another control character) in a value would start a new line of the file.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 HEADER = (
     "# Managed by rdmaops.roce ({owner}). Changes here are overwritten on the next run.\n"
@@ -51,10 +63,6 @@ READ_ONLY = (
 )
 
 
-class ProfileError(Exception):
-    """Invalid input: raised before anything is read or written."""
-
-
 def canonical_key(key):
     """The dotted form ``sysctl`` prints for ``key`` (``/``-form keys become dotted)."""
     return ".".join(part.replace(".", "/") for part in key_components(key))
@@ -62,10 +70,11 @@ def canonical_key(key):
 
 def key_components(key):
     """Path components of ``key`` below /proc/sys, following sysctl.d(5)."""
-    if not isinstance(key, str) or not KEY_RE.match(key):
-        raise ProfileError(
+    if not full_match(KEY_RE, key):
+        raise InputError(
             "invalid sysctl key %r: use dotted names such as net.core.rmem_max (letters, digits, "
-            "_ - : @ +, with . or / as separators)" % (key,)
+            "_ - : @ +, with . or / as separators)" % (key,),
+            option="settings",
         )
     first_dot, first_slash = key.find("."), key.find("/")
     if first_slash != -1 and (first_dot == -1 or first_slash < first_dot):
@@ -73,7 +82,7 @@ def key_components(key):
     else:
         parts = [part.replace("/", ".") for part in key.split(".")]
     if any(part in ("", ".", "..") for part in parts) or len(parts) < 2:
-        raise ProfileError("invalid sysctl key %r: empty or relative path component" % (key,))
+        raise InputError("invalid sysctl key %r: empty or relative path component" % (key,), option="settings")
     return parts
 
 
@@ -83,35 +92,41 @@ def proc_path(key):
 
 
 def normalize_value(key, value):
-    """The value as the kernel prints it (one space between fields), or ProfileError."""
+    """The value as the kernel prints it (one space between fields), or InputError."""
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
         return str(value)
     if isinstance(value, (list, tuple)):
         if not value:
-            raise ProfileError("sysctl %s: an empty list is not a value" % key)
+            raise InputError("sysctl %s: an empty list is not a value" % key, option="settings")
         return " ".join(normalize_value(key, item) for item in value)
     if isinstance(value, float):
-        raise ProfileError("sysctl %s: %r is not an integer; the kernel takes integers or text" % (key, value))
+        raise InputError("sysctl %s: %r is not an integer; the kernel takes integers or text" % (key, value), option="settings")
     if not isinstance(value, str):
-        raise ProfileError("sysctl %s: unsupported value %r (use a number, a string or a list)" % (key, value))
+        raise InputError("sysctl %s: unsupported value %r (use a number, a string or a list)" % (key, value), option="settings")
+    if _CONTROL.search(value):
+        raise InputError(
+            "sysctl %s: the value %r holds a line break or another control character, which would end the line "
+            "in the sysctl.d file; give the fields separated by spaces (or as a list)" % (key, value),
+            option="settings",
+        )
     text = " ".join(value.split())
     if not text:
-        raise ProfileError("sysctl %s: the value is empty; remove the key instead" % key)
+        raise InputError("sysctl %s: the value is empty; remove the key instead" % key, option="settings")
     return text
 
 
 def normalize_settings(settings):
-    """``{canonical key: value text}`` for a user's settings, or ProfileError naming the key."""
+    """``{canonical key: value text}`` for a user's settings, or InputError naming the key."""
     if not isinstance(settings, dict):
-        raise ProfileError("settings must be a dictionary of sysctl keys and values")
+        raise InputError("settings must be a dictionary of sysctl keys and values", option="settings")
     result = {}
     origins = {}
     for key, value in settings.items():
         name = canonical_key(key)
         if name in result:
-            raise ProfileError("sysctl %s is given twice (as %s and %s)" % (name, origins[name], key))
+            raise InputError("sysctl %s is given twice (as %s and %s)" % (name, origins[name], key), option="settings")
         result[name] = normalize_value(name, value)
         origins[name] = key
     return result
@@ -136,7 +151,7 @@ def parse_conf(text):
         key = key.strip().lstrip("-")
         try:
             entries.append((canonical_key(key), " ".join(value.split())))
-        except ProfileError:
+        except InputError:
             continue
     return entries
 
@@ -171,6 +186,18 @@ def later_overrides(host, path, settings):
     return found
 
 
+def check_path(path):
+    """``path`` when it is a ``.conf`` file directly in /etc/sysctl.d, else InputError."""
+    name = path[len(CONF_DIR) + 1:] if isinstance(path, str) and path.startswith(CONF_DIR + "/") else None
+    if name is None or not full_match(FILE_NAME, name) or not name.endswith(".conf"):
+        raise InputError(
+            "path=%r must be a file directly in %s whose name ends in .conf (systemd-sysctl reads no other "
+            "files there; no '..', no sub-directory), e.g. %s/90-rdmaops-roce.conf" % (path, CONF_DIR, CONF_DIR),
+            option="path",
+        )
+    return path
+
+
 class RuntimeKey:
     """One key's running value: read, whether it can be written, and the write itself."""
 
@@ -194,8 +221,7 @@ class RuntimeKey:
     def write(self, value):
         """Write ``value``; return None or the reason it was refused."""
         try:
-            with open(self.host.path(self.path), "w") as handle:
-                handle.write(value + "\n")
+            files.write_attribute(self.host, self.path, value + "\n")
         except (IOError, OSError) as exc:
             if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
                 return READ_ONLY + " (%s)" % errno.errorcode.get(exc.errno)
@@ -207,34 +233,44 @@ class RuntimeKey:
         return None
 
 
-class SysctlProfile:
-    """Plan and apply one sysctl.d file plus the running values of its keys."""
+def describe(unapplied):
+    return "; ".join("%s (want %s, have %s): %s" % (key, v["want"], v["have"], v["reason"]) for key, v in sorted(unapplied.items()))
 
-    def __init__(self, host, path, settings, state="present", apply_runtime=True, owner="rdmaops.roce"):
-        if not isinstance(path, str) or not path.startswith("/") or not path.endswith(".conf"):
-            raise ProfileError("path must be an absolute file name ending in .conf (systemd-sysctl ignores others), got %r" % (path,))
+
+class SysctlProfile:
+    """Plan and apply one sysctl.d file plus the running values of its keys.
+
+    ``runtime_errors``: ``warn`` records a write the kernel refuses in :attr:`unapplied` and goes
+    on; ``fail`` raises :class:`RefusedError` from the write, so the plan puts back the file and
+    the values already set and says so.
+    """
+
+    def __init__(self, host, path, settings, state="present", apply_runtime=True, owner="rdmaops.roce",
+                 adopt=False, runtime_errors="warn"):
+        check_path(path)
         self.host = host
         self.path = path
         self.state = state
         self.settings = normalize_settings(settings) if state == "present" else {}
         self.apply_runtime = apply_runtime and state == "present"
         self.owner = owner
+        self.adopt = adopt
+        self.runtime_errors = runtime_errors
         self.unapplied = {}
         self.runtime = {}
         self._failed_writes = set()
 
     # read -> plan
     def plan(self, plan):
-        """Add the file and every running value that differs to ``plan``."""
-        before, _err = self.host.read_or_errno(self.path)
-        if before is not None:
-            before += "\n"  # HostRoot.read strips the final newline
+        """Add the file and every running value that differs to ``plan``.
+
+        Refuses (before anything is changed) a file at ``path`` that is not ours, unless adopted."""
         if self.state == "absent":
-            if before is not None:
-                plan.add("file", before, "", self._remove, "remove %s" % self.path, header=self.path)
+            plan.file(self.host, self.path, None, key="file", adopt=self.adopt, option="path",
+                      description="remove %s" % self.path)
             return
-        after = render(self.settings, self.owner)
-        plan.add("file", before, after, self._write_file, "write %s" % self.path, header=self.path)
+        plan.file(self.host, self.path, render(self.settings, self.owner), mode=0o644, key="file", adopt=self.adopt,
+                  option="path", description="write %s" % self.path)
         if not self.apply_runtime:
             return
         for key in sorted(self.settings):
@@ -257,33 +293,39 @@ class SysctlProfile:
                 want,
                 self._setter(entry, want),
                 "set %s from %r to %r at runtime" % (key, have, want),
+                undo=self._undo(entry, have),
             )
 
     # apply
-    def _write_file(self):
-        write_atomic(self.host, self.path, render(self.settings, self.owner), mode=0o644, makedirs=True)
-
-    def _remove(self):
-        os.unlink(self.host.path(self.path))
-
     def _setter(self, entry, want):
         def action():
             problem = entry.write(want)
             if problem:
                 self._failed_writes.add(entry.key)
                 self.unapplied[entry.key] = dict(want=want, have=self.runtime[entry.key]["before"], reason=problem)
+                if self.runtime_errors == "fail":
+                    refused = {entry.key: self.unapplied[entry.key]}
+                    raise RefusedError("the kernel refused these keys: %s" % describe(refused), unapplied=refused)
         return action
+
+    @staticmethod
+    def _undo(entry, old):
+        def undo():
+            problem = entry.write(old)
+            if problem:
+                raise RefusedError("setting %s back to %r failed: %s" % (entry.key, old, problem))
+        return undo
 
     # re-read
     def verify(self):
         """After applying: what differs from the plan, as ``{key or 'file': explanation}``."""
         problems = {}
-        text, _err = self.host.read_or_errno(self.path)
+        text = files.read_text(self.host, self.path)
         if self.state == "absent":
             if text is not None:
                 problems["file"] = "%s still exists" % self.path
             return problems
-        if text is None or text + "\n" != render(self.settings, self.owner):
+        if text != render(self.settings, self.owner):
             problems["file"] = "%s does not hold the profile after writing it" % self.path
         for key, values in self.runtime.items():
             if key in self.unapplied or values["before"] == values["after"]:
@@ -301,3 +343,92 @@ class SysctlProfile:
 
     def failed_writes(self):
         return set(self._failed_writes)
+
+
+class SysctlProfileEngine(Engine):
+    """``rdmaops.roce.sysctl_profile``: one sysctl.d file and the running values of its keys."""
+
+    commands_key = None  # nothing is run: /proc/sys is written directly
+    owner = "rdmaops.roce.sysctl_profile"
+
+    def __init__(self, ctx, params):
+        super(SysctlProfileEngine, self).__init__(ctx, params)
+        self.profile = None
+        self.overridden = []
+        self._plan = None
+
+    def validate(self):
+        params = self.params
+        state = params.get("state") or "present"
+        if state == "present" and params.get("settings") is None:
+            raise InputError("state=present needs settings: the sysctl keys and their values", option="settings")
+        self.profile = SysctlProfile(
+            self.host,
+            params.get("path") or CONF_DIR + "/90-rdmaops-roce.conf",
+            params.get("settings") or {},
+            state=state,
+            apply_runtime=params.get("apply_runtime", True),
+            owner=self.owner,
+            adopt=bool(params.get("adopt")),
+            runtime_errors=params.get("runtime_errors") or "fail",
+        )
+
+    def read(self):
+        if self.profile.state == "present":
+            self.overridden = later_overrides(self.host, self.profile.path, self.profile.settings)
+
+    def plan(self, plan):
+        self._plan = plan
+        profile = self.profile
+        profile.plan(plan)
+        if profile.unapplied and profile.runtime_errors == "fail":
+            raise RefusedError(
+                "nothing was changed: these keys cannot be set at runtime on this host: %s. Fix or remove "
+                "them, or set runtime_errors=warn to persist them for the next boot anyway" % describe(profile.unapplied),
+                unapplied=profile.unapplied,
+                settings=profile.settings,
+            )
+        self._warn()
+
+    def verify(self):
+        profile = self.profile
+        forget(self._plan, set("sysctl " + key for key in profile.failed_writes()))
+        problems = list(profile.verify().values())
+        if profile.runtime_errors == "fail":
+            kept = dict((key, value) for key, value in profile.unapplied.items() if key not in profile.failed_writes())
+            if kept:
+                problems.append("the kernel keeps other values for these keys: %s" % describe(kept))
+        self._warn()
+        return problems
+
+    def _warn(self):
+        profile = self.profile
+        if profile.runtime_errors == "warn":
+            for key, values in sorted(profile.unapplied.items()):
+                self.ctx.warn("sysctl %s not applied at runtime (want %s, have %s): %s"
+                              % (key, values["want"], values["have"], values["reason"]))
+        for entry in self.overridden:
+            self.ctx.warn("sysctl %s = %s in %s is applied after %s at boot and wins over %s"
+                          % (entry["key"], entry["value"], entry["file"], profile.path, entry["ours"]))
+
+    def result(self):
+        profile = self.profile
+        if profile is None:
+            return dict(path=self.params.get("path"), settings={}, runtime={}, unapplied={}, overridden=[])
+        failed = profile.failed_writes()
+        result = dict(
+            path=profile.path,
+            settings=profile.settings,
+            runtime=dict(
+                (key, dict(before=values["before"], after=values["after"]))
+                for key, values in profile.runtime.items()
+                if values["before"] != values["after"] and key not in failed
+            ),
+            unapplied=profile.unapplied,
+            overridden=self.overridden,
+        )
+        if failed and self._plan is not None:
+            # A write the kernel refused changed nothing: it is in `unapplied`, not in the changes.
+            result.update(result_without(self._plan, set("sysctl " + key for key in failed),
+                                         self.ctx.check_mode, self.ctx.diff_mode))
+        return result

@@ -9,6 +9,8 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._tuning import ethtoo
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError, CommandResult
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RefusedError
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(hosttree.__file__)), "fixtures", "tools", "ethtool")
 
@@ -46,6 +48,7 @@ class FakeNic:
     def __init__(self, nics):
         self.nics = nics
         self.calls = []
+        self.commands = []
 
     def find(self, tool):
         return "/usr/sbin/ethtool"
@@ -181,7 +184,7 @@ def test_rule_removed_when_nothing_supported_is_left(host, tmp_path):
     (tmp_path / "etc/udev/rules.d").mkdir(parents=True)
     (tmp_path / RULES.lstrip("/")).write_text("old\n")
     runner = FakeNic({"ens1f0np0": dict(cx7(), unsupported=("-a", "-g", "-c")), "ens1f1np1": dict(cx7(), unsupported=("-a", "-g", "-c"))})
-    _knobs, plan = run(host, runner)
+    _knobs, plan = run(host, runner, adopt=True, **WANT)  # "old" has no marker: taken over with adopt
     assert plan.descriptions() == ["remove %s (no supported knob left)" % RULES]
     assert not (tmp_path / RULES.lstrip("/")).exists()
 
@@ -222,7 +225,137 @@ def test_unset_options_are_not_touched(host):
 )
 def test_bad_input_is_refused_before_reading(host, kwargs, message):
     runner = FakeNic({})
-    with pytest.raises(ethtool.EthtoolError) as err:
+    with pytest.raises(InputError) as err:
         ethtool.NicKnobs(host, runner, **kwargs)
     assert message in str(err.value)
     assert runner.calls == []
+
+
+@pytest.mark.parametrize("name", ["..", ".", "eth0:1", "-a", "eth0/x", "a" * 16, "eth*"])
+def test_interface_names_follow_the_kernel_rule(host, name):
+    # The old rule accepted '..' and 'eth0:1' (and a leading '-', which ethtool reads as an option).
+    runner = FakeNic({})
+    with pytest.raises(InputError) as err:
+        ethtool.NicKnobs(host, runner, [name], global_pause=False)
+    assert str(err.value).startswith("invalid interface name %r" % name)
+    assert err.value.details["option"] == "interfaces"
+    assert runner.calls == []
+
+
+# -- one rule line per interface, kept across calls -------------------------------------------
+def rules_by_name(tmp_path):
+    return ethtool.parse_rules((tmp_path / RULES.lstrip("/")).read_text())
+
+
+def test_two_calls_for_two_interfaces_keep_both_rules(host, tmp_path):
+    # The file used to hold only the interfaces of the last call: a second call (another NIC, another play)
+    # dropped the first one's persistence.
+    nics = {"ens1f0np0": cx7(), "ens1f1np1": cx7()}
+    runner = FakeNic(nics)
+    for name, size in (("ens1f1np1", 2048), ("ens1f0np0", 4096)):
+        plan = Plan()
+        ethtool.NicKnobs(host, runner, [name], rings={"rx": size}).plan(plan)
+        plan.apply()
+    rules = rules_by_name(tmp_path)
+    assert sorted(rules) == ["ens1f0np0", "ens1f1np1"]
+    assert rules["ens1f1np1"].endswith('RUN+="/usr/sbin/ethtool -G $name rx 2048"')
+    assert rules["ens1f0np0"].endswith('RUN+="/usr/sbin/ethtool -G $name rx 4096"')
+    text = (tmp_path / RULES.lstrip("/")).read_text()
+    assert text.startswith("# Managed by rdmaops.roce.nic_ethtool.") and text.index("ens1f0np0") < text.index("ens1f1np1")
+
+    # a call for one interface changes only its line; nothing left to do afterwards for either
+    plan = Plan()
+    ethtool.NicKnobs(host, runner, ["ens1f1np1"], rings={"rx": 1024}).plan(plan)
+    plan.apply()
+    rules = rules_by_name(tmp_path)
+    assert rules["ens1f1np1"].endswith("rx 1024\"") and rules["ens1f0np0"].endswith("rx 4096\"")
+    for name, size in (("ens1f1np1", 1024), ("ens1f0np0", 4096)):
+        plan = Plan()
+        ethtool.NicKnobs(host, runner, [name], rings={"rx": size}).plan(plan)
+        assert len(plan) == 0
+
+    # the interface whose knobs are all unsupported now loses its line, the other keeps its own
+    nics["ens1f1np1"]["unsupported"] = ("-g",)
+    plan = Plan()
+    ethtool.NicKnobs(host, runner, ["ens1f1np1"], rings={"rx": 1024}).plan(plan)
+    plan.apply()
+    assert sorted(rules_by_name(tmp_path)) == ["ens1f0np0"]
+
+
+def test_rules_file_without_our_marker_is_refused_unless_adopted(host, tmp_path):
+    (tmp_path / "etc/udev/rules.d").mkdir(parents=True)
+    theirs = 'ACTION=="add", SUBSYSTEM=="net", NAME=="eth0", RUN+="/sbin/site-script"\n'
+    (tmp_path / RULES.lstrip("/")).write_text(theirs)
+    runner = FakeNic({"ens1f0np0": cx7(), "ens1f1np1": cx7()})
+    with pytest.raises(RefusedError, match="adopt"):
+        run(host, runner, **WANT)
+    assert (tmp_path / RULES.lstrip("/")).read_text() == theirs
+    assert [call[1] for call in runner.calls] == ["-a", "-g", "-c", "-a", "-g", "-c"]  # nothing was set
+    run(host, runner, adopt=True, **WANT)
+    assert (tmp_path / RULES.lstrip("/")).read_text().startswith("# Managed by rdmaops.roce.nic_ethtool.")
+
+
+# -- the engine: refused settings are reported by the engine, not counted -------------------------
+class Exit(Exception):
+    pass
+
+
+class FakeModule:
+    def __init__(self, params, check_mode=False):
+        self.params = dict(interfaces=None, global_pause=None, rings=None, adaptive_rx=None, adaptive_tx=None,
+                           persist=True, unsupported="warn", adopt=False)
+        self.params.update(params)
+        self.check_mode = check_mode
+        self._diff = False
+        self.warnings = []
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+    def exit_json(self, **result):
+        raise Exit(dict(result, failed=False))
+
+    def fail_json(self, **result):
+        raise Exit(dict(result, failed=True))
+
+
+def module_run(host, runner, check_mode=False, **params):
+    module = FakeModule(params, check_mode=check_mode)
+    with pytest.raises(Exit) as done:
+        run_module(module, ethtool.NicEthtoolEngine, ctx=Context(module, host=host, runner=runner))
+    return done.value.args[0], module.warnings
+
+
+def test_engine_reports_a_refused_setting_without_counting_it(host, tmp_path):
+    nics = {"ens1f0np0": dict(cx7(), refuse=("-A",))}
+    result, warnings = module_run(host, FakeNic(nics), interfaces=["ens1f0np0"], global_pause=False)
+    assert not result["failed"] and result["changed"] is False and result["changes"] == []
+    assert result["unsupported"]["ens1f0np0"]["global pause"].startswith("ethtool -A ens1f0np0 autoneg off rx off tx off refused")
+    assert warnings == ["ens1f0np0: global pause not applied: " + result["unsupported"]["ens1f0np0"]["global pause"]]
+    assert not (tmp_path / RULES.lstrip("/")).exists()
+    assert result["rules_path"] == RULES
+
+    result, _warnings = module_run(host, FakeNic(nics), interfaces=["ens1f0np0"], global_pause=False, unsupported="fail")
+    assert result["failed"] and result["changed"] is False and result["msg"].startswith("unsupported NIC settings: ")
+    assert result["applied"] == []
+
+
+def test_engine_rings_as_text_and_bad_rings(host):
+    runner = FakeNic({"ens1f0np0": cx7()})
+    result, _warnings = module_run(host, runner, interfaces=["ens1f0np0"], rings={"rx": "2048"}, persist=False)
+    assert result["changes"] == ["ens1f0np0: set rx ring from 1024 to 2048"] and result["commands"] == []
+    result, _warnings = module_run(host, FakeNic({}), interfaces=["ens1f0np0"], rings={"rx": "lots"})
+    assert result["failed"] and result["msg"] == "rings.rx='lots': use a positive number of descriptors or 'max'"
+
+
+def test_a_failed_rules_write_puts_the_knobs_back(host, tmp_path, monkeypatch):
+    nics = {"ens1f0np0": cx7(), "ens1f1np1": cx7()}
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ethtool.files, "write_atomic", broken)
+    result, _warnings = module_run(host, FakeNic(nics), interfaces=["ens1f0np0", "ens1f1np1"], rings={"rx": 4096})
+    assert result["failed"] and result["changed"] is False
+    assert result["rolled_back"] == ["ens1f1np1: set rx ring from 1024 to 4096", "ens1f0np0: set rx ring from 1024 to 4096"]
+    assert nics["ens1f0np0"]["rx"] == 1024 and nics["ens1f1np1"]["rx"] == 1024

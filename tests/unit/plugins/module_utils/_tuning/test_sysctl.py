@@ -10,9 +10,9 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Pla
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.sysctl import (
     NOT_PRESENT,
     READ_ONLY,
-    ProfileError,
     SysctlProfile,
 )
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 
 # Running values read from a Debian 12 test machine (kernel 6.18, initial network namespace),
 # byte for byte: the kernel separates tcp_rmem/tcp_wmem fields with tabs.
@@ -102,7 +102,7 @@ def test_keys_follow_sysctl_d(key, path, canonical):
 
 @pytest.mark.parametrize("key", ["", "net", "net..core", "../etc/passwd", "net.core.rmem max", "net.core.", "/net/core"])
 def test_bad_keys_are_refused_by_name(key):
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(InputError) as err:
         sysctl.proc_path(key)
     assert repr(key) in str(err.value)
 
@@ -117,13 +117,13 @@ def test_values_normalize_like_the_kernel_prints_them(value, text):
 
 @pytest.mark.parametrize("value", [None, "", "   ", 1.5, [], {"a": 1}])
 def test_bad_values_name_the_key(value):
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(InputError) as err:
         sysctl.normalize_value("net.core.rmem_max", value)
     assert "net.core.rmem_max" in str(err.value)
 
 
 def test_the_same_key_twice_is_refused():
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(InputError) as err:
         sysctl.normalize_settings({"net.core.rmem_max": 1, "net/core/rmem_max": 2})
     assert "given twice" in str(err.value)
 
@@ -131,7 +131,7 @@ def test_the_same_key_twice_is_refused():
 def test_path_must_be_a_conf_file(tmp_path):
     host = make_tree(tmp_path)
     for bad in ("/etc/sysctl.d/90-rdmaops", "etc/sysctl.d/x.conf"):
-        with pytest.raises(ProfileError):
+        with pytest.raises(InputError):
             SysctlProfile(host, bad, NVIDIA)
 
 
@@ -192,7 +192,7 @@ def test_kernel_tabs_match_the_profile_spaces(tmp_path):
 def test_foreign_file_content_is_replaced_and_its_mode_kept(tmp_path):
     host = make_tree(tmp_path, files={PATH: "net.core.rmem_max = 1\n"})
     os.chmod(str(tmp_path / PATH.lstrip("/")), 0o600)
-    profile = SysctlProfile(host, PATH, {"net.core.rmem_max": 4194304}, owner="test")
+    profile = SysctlProfile(host, PATH, {"net.core.rmem_max": 4194304}, owner="test", adopt=True)
     plan = planned(profile)
     assert plan.diff()[0]["before"] == "net.core.rmem_max = 1\n"
     plan.apply(check_mode=False)
@@ -347,3 +347,147 @@ def test_parse_conf_reads_both_key_forms():
         ("net.ipv4.conf.eth0/5.rp_filter", "2"),
         ("net.x", "1 2"),
     ]
+
+
+# -- the engine: validation before anything is touched, ownership, refused writes ------------
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, run_module  # noqa: E402
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RefusedError  # noqa: E402
+
+
+class Exit(Exception):
+    pass
+
+
+class FakeModule:
+    def __init__(self, params, check_mode=False, diff=False):
+        self.params = params
+        self.check_mode = check_mode
+        self._diff = diff
+        self.warnings = []
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+    def exit_json(self, **result):
+        raise Exit(dict(result, failed=False))
+
+    def fail_json(self, **result):
+        raise Exit(dict(result, failed=True))
+
+
+def module_run(host, check_mode=False, **params):
+    full = dict(settings=None, path=PATH, state="present", apply_runtime=True, runtime_errors="fail", adopt=False)
+    full.update(params)
+    module = FakeModule(full, check_mode=check_mode)
+    with pytest.raises(Exit) as done:
+        run_module(module, sysctl.SysctlProfileEngine, ctx=Context(module, host=host))
+    return done.value.args[0], module.warnings
+
+
+@pytest.mark.parametrize("key", ["net.core.rmem_max\n", "net.core.rmem_max\nkernel.panic", "net.core.rmem_max "])
+def test_key_that_is_not_all_sysctl_charset_is_refused_before_writing(tmp_path, key):
+    # re.match(...$) let "net.core.rmem_max\n" through: the file got a broken line and rc was 0.
+    host = make_tree(tmp_path)
+    with pytest.raises(InputError) as err:
+        SysctlProfile(host, PATH, {key: 1}, apply_runtime=False, owner="test")
+    assert repr(key) in str(err.value)
+    result, _warnings = module_run(host, settings={key: 1}, apply_runtime=False)
+    assert result["failed"] and result["changed"] is False and "invalid sysctl key" in result["msg"]
+    assert not (tmp_path / PATH.lstrip("/")).exists()
+
+
+@pytest.mark.parametrize("value", ["1\nkernel.panic = 1", "4096 87380\r4194304", ["4096", "1\n2"]])
+def test_value_with_a_line_break_is_refused(tmp_path, value):
+    host = make_tree(tmp_path)
+    with pytest.raises(InputError) as err:
+        SysctlProfile(host, PATH, {"net.core.rmem_max": value}, apply_runtime=False)
+    assert "line break" in str(err.value) and "net.core.rmem_max" in str(err.value)
+    assert not (tmp_path / PATH.lstrip("/")).exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/profile.d/evil.conf",  # outside /etc/sysctl.d: the old module wrote it
+        "/etc/sysctl.d/../cron.d/x.conf",
+        "/etc/sysctl.d/../../../escape.conf",
+        "/etc/sysctl.d/sub/x.conf",
+        "/etc/sysctl.d/.hidden.conf",
+        "/etc/sysctl.d/x.conf\n",
+    ],
+)
+def test_path_outside_sysctl_d_is_refused_and_nothing_is_written(tmp_path, path):
+    root = tmp_path / "root"
+    host = make_tree(root)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    result, _warnings = module_run(host, settings={"net.core.rmem_max": 4194304}, path=path)
+    assert result["failed"] and result["changed"] is False
+    assert result["msg"].startswith("path=%r must be a file directly in /etc/sysctl.d" % path)
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_default_and_other_sysctl_d_paths_are_accepted(tmp_path):
+    host = make_tree(tmp_path)
+    for path in (PATH, "/etc/sysctl.d/99-rdmaops_local.conf"):
+        assert SysctlProfile(host, path, NVIDIA).path == path
+
+
+def test_file_without_our_marker_is_refused_unless_adopted(tmp_path):
+    theirs = "# the site's own settings\nnet.core.rmem_max = 1\n"
+    host = make_tree(tmp_path, files={PATH: theirs})
+    with pytest.raises(RefusedError) as err:
+        planned(SysctlProfile(host, PATH, {"net.core.rmem_max": 4194304}, owner="test"))
+    assert "adopt" in str(err.value) and PATH in str(err.value)
+    result, _warnings = module_run(host, settings={"net.core.rmem_max": 4194304})
+    assert result["failed"] and result["changed"] is False and "adopt: true" in result["msg"]
+    assert (tmp_path / PATH.lstrip("/")).read_text() == theirs
+    assert proc(tmp_path, "net/core/rmem_max") == LIVE_6_18["net/core/rmem_max"]
+    # state=absent does not delete it either
+    result, _warnings = module_run(host, state="absent")
+    assert result["failed"] and (tmp_path / PATH.lstrip("/")).read_text() == theirs
+
+    result, _warnings = module_run(host, settings={"net.core.rmem_max": 4194304}, adopt=True)
+    assert not result["failed"] and result["changed"] is True
+    assert (tmp_path / PATH.lstrip("/")).read_text().startswith("# Managed by rdmaops.roce (rdmaops.roce.sysctl_profile)")
+    # the file is ours now: no adopt needed any more
+    result, _warnings = module_run(host, state="absent")
+    assert not result["failed"] and result["changes"] == ["remove " + PATH]
+
+
+def refuse_optmem(monkeypatch):
+    real = sysctl.RuntimeKey.write
+    monkeypatch.setattr(
+        sysctl.RuntimeKey,
+        "write",
+        lambda self, value: "the kernel rejected the value" if self.key == "net.core.optmem_max" else real(self, value),
+    )
+
+
+def test_refused_write_with_warn_is_reported_not_counted(tmp_path, monkeypatch):
+    refuse_optmem(monkeypatch)
+    host = make_tree(tmp_path, files={PATH: sysctl.render({"net.core.optmem_max": "4194304"}, "rdmaops.roce.sysctl_profile")})
+    result, warnings = module_run(host, settings={"net.core.optmem_max": 4194304}, runtime_errors="warn")
+    # the file already holds the profile and the only write was refused: nothing changed
+    assert not result["failed"] and result["changed"] is False and result["changes"] == []
+    assert result["runtime"] == {}
+    assert result["unapplied"]["net.core.optmem_max"]["reason"] == "the kernel rejected the value"
+    assert warnings == ["sysctl net.core.optmem_max not applied at runtime (want 4194304, have 131072): the kernel rejected the value"]
+
+    result, warnings = module_run(host, settings=dict(NVIDIA, **{"net.core.rmem_max": 8388608}), runtime_errors="warn")
+    assert result["changed"] is True
+    assert "set net.core.optmem_max from '131072' to '4194304' at runtime" not in result["changes"]
+    assert "set net.ipv4.tcp_rmem from '4096 131072 33554432' to '4096 87380 4194304' at runtime" in result["changes"]
+    assert "net.core.optmem_max" not in result["runtime"] and "net.ipv4.tcp_rmem" in result["runtime"]
+
+
+def test_refused_write_with_fail_puts_everything_back(tmp_path, monkeypatch):
+    refuse_optmem(monkeypatch)
+    host = make_tree(tmp_path)
+    result, _warnings = module_run(host, settings=NVIDIA)
+    assert result["failed"] and result["changed"] is False
+    assert result["msg"].startswith("the kernel refused these keys: net.core.optmem_max (want 4194304, have 131072)")
+    assert result["applied"] == [] and "write " + PATH in result["rolled_back"]
+    assert "set net.core.netdev_max_backlog from '1000' to '250000' at runtime" in result["rolled_back"]
+    assert "set net.ipv4.tcp_rmem from '4096 131072 33554432' to '4096 87380 4194304' at runtime" in result["not_applied"]
+    assert not (tmp_path / PATH.lstrip("/")).exists()
+    assert proc(tmp_path, "net/core/netdev_max_backlog") == "1000\n"
