@@ -57,3 +57,37 @@ def test_adhoc_live_host_gives_complete_shape():
     assert set(rdma["modules"]) >= {"rdma_cm", "ib_uverbs", "ib_umad", "nvidia_peermem"}
     for name, device in rdma["devices"].items():
         assert set(device["ports"]) and all(p["state"] for p in device["ports"].values()), name
+
+
+# -- gpudirect_facts, also read only and on run_facts ----------------------------------------------
+@pytest.fixture
+def gpu_tree(tmp_path):
+    import gputree
+
+    root = tmp_path / "root"
+    root.mkdir()
+    gputree.gpudirect_tree(root)
+    stubs = gputree.pci_stub_tools(tmp_path)
+    return ansiblerun.tree_env(root, [root / "bin", stubs])
+
+
+def test_adhoc_gpudirect_facts_reports_acs_redirection(gpu_tree):
+    result = run_adhoc("rdmaops.roce.gpudirect_facts", env_extra=gpu_tree, check=True)
+    assert result["changed"] is False
+    facts = result["ansible_facts"]["gpudirect"]
+    assert facts["applicable"] is True and facts["ready"] is False
+    assert facts["iommu"]["mode"] == "passthrough"
+    assert facts["acs"]["redirecting_on_gpu_paths"] == ["0000:3c:00.0", "0000:3c:01.0", "0000:b9:00.0"]
+    assert facts["gpus"] == ["0000:3e:00.0", "0000:ba:00.0"]
+
+
+def test_adhoc_gpudirect_facts_without_lspci(gpu_tree):
+    result = run_adhoc("rdmaops.roce.gpudirect_facts", "use_lspci=false", env_extra=gpu_tree)
+    acs = result["ansible_facts"]["gpudirect"]["acs"]
+    assert (acs["status"], acs["reason"]) == ("unknown", "lspci was not used (use_lspci=false)")
+
+
+def test_adhoc_facts_modules_refuse_unknown_options(cx7_tree):
+    rc, result = ansiblerun.adhoc("rdmaops.roce.rdma_facts", "no_such_option=1", cx7_tree)
+    assert rc != 0 and result.get("failed") is True
+    assert "no_such_option" in result["msg"]
