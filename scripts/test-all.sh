@@ -31,6 +31,7 @@ tier() {
 tier_bootstrap() { bootstrap; }
 
 tier_unit() {
+  ensure_apt ifupdown
   (cd "$REPO_ROOT" && python -m pytest -q -p no:cacheprovider)
 }
 

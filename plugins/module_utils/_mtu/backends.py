@@ -29,7 +29,7 @@ import os
 import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import merge_block, read_block, read_text, write_atomic
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import MARKER_BEGIN, MARKER_END, merge_block, read_text, write_atomic
 
 try:
     import yaml
@@ -579,12 +579,18 @@ class Networkd(Backend):
 class Ifupdown(Backend):
     """Debian's ifupdown: the ``mtu`` option of the interface's ``iface`` stanza.
 
-    /etc/network/interfaces is read with its ``source`` and ``source-directory`` lines.  The
-    stanza keeps every other line; a method that ignores ``mtu`` (inet dhcp) gets
-    ``pre-up ip link set dev IF mtu N`` instead.  ifupdown reads it at the next ``ifup``
-    (boot, hotplug); nothing is re-run now, because ``ifdown``/``ifup`` would bounce the link.
-    A link that nothing configures gets a block of its own in /etc/network/interfaces
-    (``allow-hotplug`` + ``iface IF inet manual`` + ``mtu``), which sets no address.
+    /etc/network/interfaces is read with its ``source`` and ``source-directory`` lines, where
+    ifupdown reads them (a sourced file's stanzas come at the ``source`` line), so that
+    ``inherits`` is resolved as ifupdown resolves it: the MTU a stanza inherits from a template
+    is its MTU, and the result says where it comes from (``mtu_source``).  The stanza keeps
+    every other line; a method that ignores ``mtu`` (inet dhcp) gets
+    ``pre-up ip link set dev IF mtu N`` instead.  A stanza that inherits another MTU stops
+    inheriting and gets the template's options copied in (ifupdown 0.8 would join an ``mtu``
+    line of its own with the inherited one into one broken value; the template is left alone,
+    other stanzas inherit it).  ifupdown reads it at the next ``ifup`` (boot, hotplug); nothing
+    is re-run now, because ``ifdown``/``ifup`` would bounce the link.  A link that nothing
+    configures gets a block of its own in /etc/network/interfaces (``allow-hotplug`` +
+    ``iface IF inet manual`` + ``mtu``), which sets no address.
     """
 
     name = "ifupdown"
@@ -593,30 +599,48 @@ class Ifupdown(Backend):
     def available(self):
         return self.ctx.host.exists(self.MAIN)
 
-    def files(self):
-        order = []
+    def _included(self, path, kind, arg):
+        """The files a ``source``/``source-directory`` line of ``path`` reads, in ifupdown's order."""
+        pattern = arg if arg.startswith("/") else os.path.join(os.path.dirname(path), arg)
+        if kind == "source":
+            return self.ctx.glob(pattern)
+        out = []
+        for folder in self.ctx.glob(pattern):
+            for name in self.ctx.host.listdir(folder):
+                if fmt.SOURCE_DIRECTORY_NAME.match(name):
+                    out.append(os.path.join(folder, name))
+        return out
+
+    def _read_all(self):
+        """``(files, stanzas)``: the files ifupdown reads, and every stanza in the order it reads them.
+
+        Each file is read once (as ifupdown does); the stanzas carry their ``path`` and have
+        their ``inherits`` resolved over that order.
+        """
+        files = []
+        stanzas = []
 
         def visit(path, depth):
-            if path in order or depth > 8:
+            if path in files or depth > 8:
                 return
             text = self.ctx.read(path)
             if text is None:
                 return
-            order.append(path)
-            directory = os.path.dirname(path)
-            for kind, arg in fmt.parse_ifupdown(text)["sources"]:
-                pattern = arg if arg.startswith("/") else os.path.join(directory, arg)
-                if kind == "source":
-                    for found in self.ctx.glob(pattern):
-                        visit(found, depth + 1)
+            files.append(path)
+            for item in fmt.parse_ifupdown(text)["items"]:
+                if item[0] == "iface":
+                    item[1].path = path
+                    stanzas.append(item[1])
                 else:
-                    for folder in self.ctx.glob(pattern):
-                        for name in self.ctx.host.listdir(folder):
-                            if fmt.SOURCE_DIRECTORY_NAME.match(name):
-                                visit(os.path.join(folder, name), depth + 1)
+                    for found in self._included(path, item[1], item[2]):
+                        visit(found, depth + 1)
 
         visit(self.MAIN, 0)
-        return order
+        fmt.ifupdown_resolve(stanzas)
+        return files, stanzas
+
+    def files(self):
+        return self._read_all()[0]
 
     def _with_stanzas(self, name):
         found = []
@@ -626,6 +650,27 @@ class Ifupdown(Backend):
                 found.append((path, text))
         return found
 
+    def _mine(self, name):
+        """The interface's stanzas in ifupdown's order; a BackendError where ifupdown rejects one.
+
+        A stanza ifupdown rejects in the main file makes it read nothing (``couldn't read
+        interfaces file``); in a sourced file, it stops reading that file there.
+        """
+        stanzas = self._read_all()[1]
+        for stanza in stanzas:
+            if stanza.path == self.MAIN and stanza.error is not None:
+                raise BackendError(
+                    "ifupdown cannot read %s: %s: %s. Fix it first" % (self.MAIN, stanza.where(), stanza.error)
+                )
+        mine = [stanza for stanza in stanzas if stanza.name == name]
+        for stanza in mine:
+            if stanza.error is not None:
+                raise BackendError(
+                    "ifupdown rejects the stanza of %s at %s: %s (ifupdown stops reading that file there). "
+                    "Fix the stanza first" % (name, stanza.where(), stanza.error)
+                )
+        return stanzas, mine
+
     def find(self, link):
         if not self.available():
             self.note("%s does not exist" % self.MAIN)
@@ -634,9 +679,14 @@ class Ifupdown(Backend):
         if not found:
             self.note("no iface stanza for %s in %s" % (link["name"], ", ".join(self.files())))
             return None
-        values = [fmt.ifupdown_mtu(text, link["name"]) for _path, text in found]
-        values = [value for value in values if value is not None]
-        return Config(self, link["name"], found[0][0], values[-1] if values else None, files=[path for path, _t in found])
+        stanzas, _mine = self._mine(link["name"])
+        effective = fmt.ifupdown_effective(stanzas, link["name"])
+        details = dict(files=[path for path, _t in found])
+        if effective["source"] is not None:
+            details["mtu_source"] = effective["source"]
+        if effective["broken"]:
+            details["mtu_broken"] = effective["broken"]
+        return Config(self, link["name"], found[0][0], effective["mtu"], **details)
 
     def create(self, link):
         if not self.available():
@@ -652,25 +702,40 @@ class Ifupdown(Backend):
             after = merge_block(before, fmt.ifupdown_block(name, mtu), "mtu %s" % name)
             _file_change(self.ctx, self.MAIN, before, after, 0o644, "ifupdown: %s gets a manual stanza for %s with mtu %d" % (self.MAIN, name, mtu))
             return []
-        found = self._with_stanzas(name)
-        with_mtu = [(path, text) for path, text in found if fmt.ifupdown_mtu(text, name) is not None]
-        for path, text in with_mtu or found[:1]:
-            after = fmt.ifupdown_set_mtu(text, name, mtu)
-            _file_change(self.ctx, path, text, after, 0o644, "ifupdown: %s sets mtu %d for %s" % (path, mtu, name))
+        stanzas, mine = self._mine(name)
+        setting = []
+        for stanza in mine:
+            found = fmt.ifupdown_stanza_mtu(stanza, name)
+            if (found["mtu"] is not None or found["broken"]) and stanza.path not in setting:
+                setting.append(stanza.path)
+        for path in setting or [mine[0].path]:
+            text = self.ctx.read(path) or ""
+            try:
+                after, detached = fmt.ifupdown_edit_mtu(text, name, mtu, [s for s in stanzas if s.path == path])
+            except ValueError as exc:
+                raise BackendError(str(exc))
+            description = "ifupdown: %s sets mtu %d for %s" % (path, mtu, name)
+            for stanza in detached:
+                description += (
+                    "; the stanza at %s stops inheriting %s and gets its options (ifupdown joins an mtu of the stanza's own "
+                    "with an inherited one; %s is left as it is)" % (stanza.where(), stanza.inherits, stanza.inherits)
+                )
+            _file_change(self.ctx, path, text, after, 0o644, description)
         return []
 
     def effective(self, cfg):
-        values = []
-        for path in self.files():
-            text = self.ctx.read(path) or ""
-            if cfg.details.get("created") and path == self.MAIN:
-                block = read_block(text, "mtu %s" % cfg.interface)
-                if block is not None:
-                    values.append(fmt.ifupdown_mtu("\n".join(block) + "\n", cfg.interface))
-                    continue
-            values.append(fmt.ifupdown_mtu(text, cfg.interface))
-        values = [value for value in values if value is not None]
-        return values[-1] if values else None
+        stanzas = self._read_all()[1]
+        if cfg.details.get("created"):
+            # our block is what configures the link: a stanza of the name elsewhere in the main file is not ours
+            lines = (self.ctx.read(self.MAIN) or "").split("\n")
+            begin, end = MARKER_BEGIN % ("mtu %s" % cfg.interface), MARKER_END % ("mtu %s" % cfg.interface)
+            if begin in lines and end in lines[lines.index(begin):]:
+                inside = (lines.index(begin), lines.index(end, lines.index(begin)))
+                stanzas = [
+                    stanza for stanza in stanzas
+                    if stanza.path != self.MAIN or stanza.name != cfg.interface or inside[0] < stanza.line < inside[1]
+                ]
+        return fmt.ifupdown_effective(stanzas, cfg.interface)["mtu"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -34,6 +34,13 @@ IFUPDOWN_NATIVE_MTU = {
     "inet": ("static", "manual", "tunnel"),
     "inet6": ("static", "manual", "tunnel", "v4tunnel", "6to4"),
 }
+# ifupdown 0.8.41 runs ``if [ "$(cat /sys/class/net/IF/mtu)" -lt N ]; then ip link set dev IF
+# mtu N; else sysctl net.ipv6.conf.IF.mtu=N; fi`` for the mtu of these methods: the link MTU
+# is only ever raised by them (a lower value is the IPv6 MTU alone).
+IFUPDOWN_RAISE_ONLY = {"inet6": ("static", "manual")}
+# Options ifupdown keeps one by one; any other option given twice (or inherited and given
+# again) is one value with the lines joined by a newline (config.c, ifupdown 0.8).
+IFUPDOWN_COMMANDS = ("pre-up", "up", "post-up", "down", "pre-down", "post-down")
 SOURCE_DIRECTORY_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
@@ -42,30 +49,80 @@ def _is_stanza(word):
 
 
 class IfupdownStanza:
-    """One ``iface NAME FAMILY METHOD`` stanza: where it is and what it sets."""
+    """One ``iface NAME [FAMILY [METHOD]] [inherits PARENT]`` stanza: where it is and what it sets.
 
-    def __init__(self, name, family, method, line):
+    ``family`` and ``method`` are the stanza's own words until :func:`ifupdown_resolve` has
+    found its parent; a stanza that names neither takes both from the parent, as ifupdown does.
+    """
+
+    def __init__(self, name, family, method, line, inherits=None):
         self.name = name
         self.family = family
         self.method = method
+        self.own_family = family is not None
+        self.own_method = method is not None
+        self.inherits = inherits  # the PARENT word of ``inherits PARENT``, or None
+        self.parent = None  # the stanza ifupdown copies the options of (ifupdown_resolve)
+        self.syntax_error = None  # what ifupdown says of the ``iface`` line itself
+        self.error = None  # why ifupdown rejects or never reads the stanza (ifupdown_resolve)
+        self.path = None  # the file, where the caller reads several (backends)
         self.line = line  # index of the ``iface`` line
+        self.head_end = line  # index of the last physical line of the ``iface`` line
         self.last = line  # index of its last option line
         self.options = []  # (line index, option, value)
+        self.raw = {}  # line index -> the physical lines of that option (continuations included)
         self.indent = None
 
     def option(self, key):
-        """Value of the last ``key`` option (ifupdown keeps the last), or None."""
+        """Value of the last ``key`` option of the stanza's own lines, or None."""
         values = [value for _i, opt, value in self.options if opt == key]
         return values[-1] if values else None
+
+    def resolved(self):
+        """``(stanza, line index, option, value)`` for every option ifupdown gives this stanza.
+
+        ifupdown copies the options of the parent (its own parent's included) when it reads the
+        ``iface`` line, then adds the stanza's own lines: inherited ones come first.
+        """
+        inherited = self.parent.resolved() if self.parent is not None else []
+        return inherited + [(self, index, opt, value) for index, opt, value in self.options]
+
+    def chain(self):
+        """The stanza, its parent, the parent's parent ..."""
+        out = [self]
+        while out[-1].parent is not None:
+            out.append(out[-1].parent)
+        return out
 
     @property
     def native_mtu(self):
         return self.method in IFUPDOWN_NATIVE_MTU.get(self.family, ())
 
+    @property
+    def raises_only(self):
+        return self.method in IFUPDOWN_RAISE_ONLY.get(self.family, ())
+
+    def where(self, index=None):
+        line = (self.line if index is None else index) + 1
+        return "%s:%d" % (self.path, line) if self.path else "line %d" % line
+
+
+def _split(text):
+    """Lines split on "\\n" only, as ifupdown reads them: str.splitlines() would also split (and
+    so rewrite) form feeds and "\\r\\n" in lines we do not own."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
 
 def _logical_lines(text):
-    """(first physical line index, last index, words) for each non-comment logical line."""
-    lines = text.splitlines()
+    """(first physical line index, last index, words) for each non-comment logical line.
+
+    A line ending in a backslash goes on in the next one (ifupdown tests the backslash before
+    it strips trailing blanks, so ``\\`` then ``\\r`` does not continue).
+    """
+    lines = _split(text)
     out = []
     i = 0
     while i < len(lines):
@@ -82,23 +139,63 @@ def _logical_lines(text):
     return out
 
 
+def _iface_words(words):
+    """(name, family, method, inherits, error) of an ``iface`` line, the way ifupdown reads it.
+
+    ``iface NAME FAMILY METHOD [inherits PARENT]``, ``iface NAME FAMILY inherits PARENT`` (the
+    method comes from the parent) and ``iface NAME inherits PARENT`` (family and method too).
+    """
+    rest = words[1:]
+    if not rest:
+        return None, None, None, None, "too few parameters for iface line"
+    name, rest = rest[0], rest[1:]
+    own = []
+    while rest and rest[0] != "inherits" and len(own) < 2:
+        own.append(rest.pop(0))
+    family = own[0] if own else None
+    method = own[1] if len(own) > 1 else None
+    inherits = None
+    error = None
+    if rest and rest[0] == "inherits":
+        if len(rest) < 2:
+            error = "'inherits' keyword is missing a parameter"
+        else:
+            inherits = rest[1]
+    elif family is None or method is None:
+        error = "unknown or no %s and no inherits keyword specified" % ("address type" if family is None else "method")
+    return name, family, method, inherits, error
+
+
 def parse_ifupdown(text):
-    """Parse one interfaces(5) file: ``dict(stanzas=[IfupdownStanza], sources=[(kind, arg)], auto=[names])``."""
+    """Parse one interfaces(5) file.
+
+    ``dict(stanzas=[IfupdownStanza], sources=[(kind, arg)], auto=[names], indent, items)``;
+    ``items`` keeps stanzas and ``source`` lines in file order (``("iface", stanza)``,
+    ``("source", kind, arg)``) for a reader that follows sources where ifupdown does.  The
+    stanzas' ``inherits`` are resolved within this file (:func:`ifupdown_resolve`).
+    """
     stanzas = []
     sources = []
     auto = []
+    items = []
     current = None
-    physical = text.splitlines()
+    physical = _split(text)
     for start, end, words in _logical_lines(text):
         keyword = words[0]
         if _is_stanza(keyword):
             current = None
-            if keyword == "iface" and len(words) >= 4:
-                current = IfupdownStanza(words[1], words[2], words[3], start)
-                current.last = end
+            if keyword == "iface":
+                name, family, method, inherits, error = _iface_words(words)
+                if name is None:
+                    continue
+                current = IfupdownStanza(name, family, method, start, inherits)
+                current.syntax_error = current.error = error
+                current.head_end = current.last = end
                 stanzas.append(current)
+                items.append(("iface", current))
             elif keyword in ("source", "source-directory") and len(words) >= 2:
                 sources.append((keyword, " ".join(words[1:])))
+                items.append(("source", keyword, " ".join(words[1:])))
             elif keyword == "auto" or keyword.startswith("allow-"):
                 auto.extend(words[1:])
             continue
@@ -107,64 +204,223 @@ def parse_ifupdown(text):
                 raw = physical[start]
                 current.indent = raw[: len(raw) - len(raw.lstrip())]
             current.options.append((start, keyword, " ".join(words[1:])))
+            current.raw[start] = physical[start : end + 1]
             current.last = end
     indents = [stanza.indent for stanza in stanzas if stanza.indent]
-    return dict(stanzas=stanzas, sources=sources, auto=auto, indent=indents[0] if indents else "    ")
+    ifupdown_resolve(stanzas)
+    return dict(stanzas=stanzas, sources=sources, auto=auto, indent=indents[0] if indents else "    ", items=items)
+
+
+def ifupdown_resolve(stanzas):
+    """Resolve ``inherits`` over ``stanzas`` given in the order ifupdown reads them.
+
+    As ifupdown 0.8 (config.c): the parent is the first stanza read *before* the child with
+    that name and, when the child names its family, that family (``inet6`` never inherits an
+    ``inet`` stanza); the child gets a copy of the parent's options (its parent's included) and,
+    where it names none, the parent's family and method.  A parent read later, or none, is an
+    error ("unknown iface to inherit from"), and ifupdown stops reading the file there: the
+    stanzas after it in that file get an ``error`` too (where that file is the main one,
+    ifupdown reads nothing at all).
+    """
+    seen = []
+    stopped = {}  # path -> where ifupdown stopped reading it
+    for stanza in stanzas:
+        stanza.parent = None
+        stanza.error = stanza.syntax_error
+        if stanza.path in stopped:
+            stanza.error = "ifupdown stops reading the file at %s" % stopped[stanza.path]
+            continue
+        if stanza.inherits is not None:
+            stanza.family = stanza.family if stanza.own_family else None
+            stanza.method = stanza.method if stanza.own_method else None
+            if stanza.error is None:
+                wanted = stanza.family if stanza.own_family else None
+                parent = None
+                for other in seen:
+                    if other.name == stanza.inherits and (wanted is None or other.family == wanted):
+                        parent = other
+                        break
+                if parent is None:
+                    stanza.error = "unknown iface to inherit from: %s (%s)" % (stanza.inherits, wanted or "*")
+                else:
+                    stanza.parent = parent
+                    if not stanza.own_family:
+                        stanza.family = parent.family
+                    if not stanza.own_method:
+                        stanza.method = parent.method
+        if stanza.error is None:
+            seen.append(stanza)
+        else:
+            stopped[stanza.path] = "%s (%s)" % (stanza.where(), stanza.error)
+    return stanzas
 
 
 def _pre_up_mtu(interface):
+    """Our ``pre-up ip link set dev IF mtu N`` (``$IFACE``, the name ifupdown exports, too)."""
     return re.compile(
-        r"^(?P<head>\s*pre-up\s+(?:/usr)?(?:/s?bin/)?ip\s+link\s+set\s+(?:dev\s+)?%s\s+mtu\s+)(?P<mtu>\d+)(?P<tail>\s*)$"
+        r"^(?P<head>\s*pre-up\s+(?:/usr)?(?:/s?bin/)?ip\s+link\s+set\s+(?:dev\s+)?(?:%s|\$IFACE|\$\{IFACE\})\s+mtu\s+)(?P<mtu>\d+)(?P<tail>\s*)$"
         % re.escape(interface)
     )
 
 
-def ifupdown_mtu(text, interface):
-    """The MTU the file gives ``interface`` (an ``mtu`` option or our pre-up command), or None."""
-    parsed = parse_ifupdown(text)
-    lines = text.splitlines()
-    value = None
+def _pre_ups(entries, interface):
+    """The entries of ``entries`` that are a pre-up MTU command for ``interface``: (entry, value)."""
     pattern = _pre_up_mtu(interface)
-    for stanza in parsed["stanzas"]:
-        if stanza.name != interface:
+    out = []
+    for entry in entries:
+        owner, index, opt, _value = entry
+        raw = owner.raw.get(index, [])
+        if opt == "pre-up" and len(raw) == 1:
+            match = pattern.match(raw[0])
+            if match:
+                out.append((entry, int(match.group("mtu"))))
+    return out
+
+
+def _source(entry, stanza, kind, value):
+    owner, index, _opt, _value = entry
+    out = dict(kind=kind, mtu=value, iface=owner.name, family=owner.family, method=owner.method, path=owner.path,
+               line=index + 1, inherited=owner is not stanza)
+    if owner is not stanza:
+        out["via"] = [link.name for link in stanza.chain()[1:]]
+    return out
+
+
+def ifupdown_stanza_mtu(stanza, interface=None):
+    """What one stanza does to the MTU when ifupdown brings it up.
+
+    ``dict(mtu, source, broken, raises_only)``: ``mtu`` the value its ``mtu`` option (own or
+    inherited, for a method that takes one) or its last pre-up command sets, None where it
+    sets none; ``source`` where that value comes from; ``broken`` a sentence where ifupdown
+    would run a broken command: an ``mtu`` given twice, or given in the stanza and inherited
+    too, is one value of two lines (``ip link set dev IF mtu 1500<newline>9000``);
+    ``raises_only`` where the ``mtu`` only ever raises the link MTU (inet6 static/manual).
+    """
+    interface = interface or stanza.name
+    entries = stanza.resolved()
+    out = dict(mtu=None, source=None, broken=None, raises_only=False)
+    for entry, value in _pre_ups(entries, interface):
+        out.update(mtu=value, source=_source(entry, stanza, "pre-up", value))
+    if stanza.native_mtu:
+        mtus = [entry for entry in entries if entry[2] == "mtu"]
+        if len(mtus) > 1:
+            out.update(mtu=None, source=None, broken="%s: ifupdown joins %s into one mtu value (%s)" % (
+                stanza.where(), " and ".join("mtu %s at %s" % (e[3], e[0].where(e[1])) for e in mtus),
+                "a stanza's own mtu does not override an inherited one" if any(e[0] is not stanza for e in mtus)
+                else "an option given twice is not overridden"))
+        elif mtus:
+            value = _int_or_none(mtus[0][3])
+            if value is not None:
+                out.update(mtu=value, source=_source(mtus[0], stanza, "mtu", value), raises_only=stanza.raises_only)
+    return out
+
+
+def ifupdown_effective(stanzas, interface):
+    """The MTU ``interface`` gets from its stanzas (in ifupdown's order), and where it comes from.
+
+    ``dict(mtu, source, broken)``.  ifup brings the stanzas of a name up in file order; an inet
+    ``mtu`` or a pre-up command sets the link MTU, an inet6 static/manual ``mtu`` only raises it.
+    ``mtu`` is None where nothing sets it or where a stanza is ``broken`` (see
+    :func:`ifupdown_stanza_mtu`).  Stanzas ifupdown rejects (``error``) are skipped.
+    """
+    mtu = None
+    source = None
+    broken = []
+    for stanza in stanzas:
+        if stanza.name != interface or stanza.error is not None:
             continue
-        for index, opt, optval in stanza.options:
-            if opt == "mtu" and stanza.native_mtu:
-                value = _int_or_none(optval)
-            elif opt == "pre-up":
-                match = pattern.match(lines[index])
-                if match:
-                    value = int(match.group("mtu"))
-    return value
+        found = ifupdown_stanza_mtu(stanza, interface)
+        if found["broken"]:
+            broken.append(found["broken"])
+        if found["mtu"] is None:
+            continue
+        if found["raises_only"] and mtu is not None and found["mtu"] <= mtu:
+            continue
+        mtu, source = found["mtu"], found["source"]
+    return dict(mtu=None if broken else mtu, source=None if broken else source, broken=broken)
 
 
-def ifupdown_set_mtu(text, interface, mtu):
-    """Return ``text`` with ``interface``'s MTU set to ``mtu``.
+def ifupdown_mtu(text, interface, stanzas=None):
+    """The MTU the file gives ``interface`` (an ``mtu`` option, own or inherited, or our pre-up command), or None.
 
-    Every existing ``mtu`` option (and ``pre-up ip link set dev IF mtu N`` line) of the
-    interface's stanzas is rewritten in place.  With none, ``mtu N`` is added as the last
-    option of the first stanza whose method takes an ``mtu`` option (inet static/manual,
-    inet6 static/manual ...); a stanza whose method ignores ``mtu`` (inet dhcp) gets
-    ``pre-up ip link set dev IF mtu N`` instead.  Raises ValueError when the file has no
-    stanza for the interface.
+    ``stanzas``: the file's stanzas resolved with the files read before it (default: the file alone).
+    """
+    if stanzas is None:
+        stanzas = parse_ifupdown(text)["stanzas"]
+    return ifupdown_effective(stanzas, interface)["mtu"]
+
+
+def ifupdown_set_mtu(text, interface, mtu, stanzas=None):
+    """Return ``text`` with ``interface``'s MTU set to ``mtu`` (see :func:`ifupdown_edit_mtu`)."""
+    return ifupdown_edit_mtu(text, interface, mtu, stanzas)[0]
+
+
+def ifupdown_edit_mtu(text, interface, mtu, stanzas=None):
+    """Set ``interface``'s MTU to ``mtu`` in ``text``: ``(new text, detached)``.
+
+    Every ``mtu`` option (one per stanza: a second one is removed, ifupdown would join them)
+    and ``pre-up ip link set dev IF mtu N`` line of the interface's stanzas is rewritten in
+    place.  With none, ``mtu N`` is added as the last option of the first stanza whose method
+    takes an ``mtu`` option (inet static/manual, inet6 static/manual ...); a stanza whose method
+    ignores ``mtu`` (inet dhcp) gets ``pre-up ip link set dev IF mtu N`` instead.
+
+    ``inherits``: a stanza that inherits the MTU it should have is left alone.  One that
+    inherits another ``mtu`` cannot override it with an ``mtu`` line of its own (ifupdown
+    0.8 joins the two into one value and runs a broken ``ip link set``), and the parent is
+    not ours to edit (other stanzas inherit it): the stanza stops inheriting and gets the
+    parent's options copied in (with ``mtu N``), so ifupdown gives it exactly what it had
+    with the new MTU.  Those stanzas are returned in ``detached``.  An inherited pre-up
+    command is followed by one of the stanza's own (ifupdown runs both, in that order).
+
+    ``stanzas``: the file's stanzas resolved with the files ifupdown reads before it (default:
+    the file alone).  Raises ValueError when the file has no stanza for the interface, or
+    ifupdown rejects one.
     """
     parsed = parse_ifupdown(text)
-    mine = [stanza for stanza in parsed["stanzas"] if stanza.name == interface]
+    if stanzas is None:
+        stanzas = parsed["stanzas"]
+    mine = [stanza for stanza in stanzas if stanza.name == interface]
     if not mine:
         raise ValueError("no iface stanza for %s" % interface)
-    lines = text.splitlines()
-    pattern = _pre_up_mtu(interface)
+    for stanza in mine:
+        if stanza.error is not None:
+            raise ValueError("ifupdown rejects the stanza of %s at %s: %s" % (interface, stanza.where(), stanza.error))
+    lines = _split(text)
+    replace = {}  # line index -> the lines that take its place ([] removes it)
+    after = {}  # line index -> lines inserted after it
+    detached = []
     touched = False
     for stanza in mine:
-        for index, opt, _value in stanza.options:
-            if opt == "mtu" and stanza.native_mtu:
+        indent = stanza.indent if stanza.indent is not None else parsed["indent"]
+        own_pre = _pre_ups([(stanza, i, o, v) for i, o, v in stanza.options], interface)
+        inherited = stanza.parent.resolved() if stanza.parent is not None else []
+        inherited_pre = _pre_ups(inherited, interface)
+        own_mtu = [index for index, opt, _v in stanza.options if opt == "mtu"] if stanza.native_mtu else []
+        inherited_mtu = [entry for entry in inherited if entry[2] == "mtu"] if stanza.native_mtu else []
+        for (_owner, index, _o, _v), _value in own_pre:
+            match = _pre_up_mtu(interface).match(lines[index])
+            lines[index] = match.group("head") + str(mtu) + match.group("tail")
+        touched = touched or bool(own_pre)
+        if inherited_mtu and (own_mtu or len(inherited_mtu) > 1 or _int_or_none(inherited_mtu[0][3]) != mtu):
+            _detach(stanza, lines, replace, after, indent, mtu, own_mtu)
+            detached.append(stanza)
+            touched = True
+            continue
+        if inherited_mtu:
+            touched = True  # it inherits this very MTU
+            continue
+        for position, index in enumerate(own_mtu):
+            if position == 0:
                 lines[index] = re.sub(r"^(\s*mtu\s+)\S+", lambda m: m.group(1) + str(mtu), lines[index])
-                touched = True
-            elif opt == "pre-up":
-                match = pattern.match(lines[index])
-                if match:
-                    lines[index] = match.group("head") + str(mtu) + match.group("tail")
-                    touched = True
+            else:
+                replace[index] = []
+        touched = touched or bool(own_mtu)
+        if inherited_pre and not own_pre and not own_mtu:
+            if stanza.native_mtu:
+                after.setdefault(stanza.last, []).append("%smtu %d" % (indent, mtu))
+            elif inherited_pre[-1][1] != mtu:
+                after.setdefault(stanza.last, []).append("%spre-up ip link set dev %s mtu %d" % (indent, interface, mtu))
+            touched = True
     if not touched:
         native = [stanza for stanza in mine if stanza.native_mtu]
         stanza = native[0] if native else mine[0]
@@ -173,8 +429,50 @@ def ifupdown_set_mtu(text, interface, mtu):
             new = "%smtu %d" % (indent, mtu)
         else:
             new = "%spre-up ip link set dev %s mtu %d" % (indent, interface, mtu)
-        lines.insert(stanza.last + 1, new)
-    return "\n".join(lines) + "\n"
+        after.setdefault(stanza.last, []).append(new)
+    out = []
+    for index, line in enumerate(lines):
+        out.extend(replace.get(index, [line]))
+        out.extend(after.get(index, []))
+    return "\n".join(out) + "\n", detached
+
+
+def _detach(stanza, lines, replace, after, indent, mtu, own_mtu):
+    """Make ``stanza`` stop inheriting: its ``iface`` line without ``inherits``, the parent's options copied in.
+
+    The copies come right after the ``iface`` line, in the order ifupdown copied them, the
+    inherited ``mtu`` becoming ``mtu N`` (or, where the stanza has an ``mtu`` line of its own,
+    that line is rewritten and the inherited ones are left out).
+    """
+    head = lines[stanza.line]
+    pattern = re.compile(r"\s+inherits\s+%s(?=\s|$)" % re.escape(stanza.inherits))
+    if stanza.own_family and stanza.own_method and stanza.head_end == stanza.line and pattern.search(head):
+        new_head = pattern.sub("", head, count=1)
+    else:
+        lead = head[: len(head) - len(head.lstrip())]
+        new_head = "%siface %s %s %s" % (lead, stanza.name, stanza.family, stanza.method)
+        for index in range(stanza.line + 1, stanza.head_end + 1):
+            replace[index] = []
+    replace[stanza.line] = [new_head]
+    parents = ["%s%s" % (link.name, " in %s" % link.path if link.path and link.path != stanza.path else "") for link in stanza.chain()[1:]]
+    copied = ["%s# rdmaops.roce link_mtu: options copied from %s (ifupdown cannot override an inherited mtu)"
+              % (indent, " and ".join(parents))]
+    wrote_mtu = bool(own_mtu)
+    for owner, index, opt, _value in stanza.parent.resolved():
+        if opt == "mtu":
+            if not wrote_mtu:
+                copied.append("%smtu %d" % (indent, mtu))
+                wrote_mtu = True
+            continue
+        raw = list(owner.raw[index])
+        raw[0] = indent + raw[0].lstrip()
+        copied.extend(raw)
+    after.setdefault(stanza.head_end, []).extend(copied)
+    for position, index in enumerate(own_mtu):
+        if position == 0:
+            lines[index] = re.sub(r"^(\s*mtu\s+)\S+", lambda m: m.group(1) + str(mtu), lines[index])
+        else:
+            replace[index] = []
 
 
 def ifupdown_block(interface, mtu):

@@ -1,6 +1,9 @@
 """link_mtu end to end on host trees: detection, plans, check mode, idempotence, refusals, stacking."""
 
 import os
+import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -131,6 +134,88 @@ def test_source_directory_follows_run_parts_names(tmp_path):
     result = run(host, interface="ens4", mtu=9000, environ={})
     assert result["config"]["path"] == "/etc/network/interfaces.d/fabric"
     assert host.read("/etc/network/interfaces.d/fabric.cfg") == "iface ens4 inet manual\n"
+
+
+TEMPLATES = "# shared by the fabric ports\niface roce-link inet manual\n    mtu 4200\n    post-up ip link set dev $IFACE txqueuelen 10000\n"
+PORTS = (
+    "source interfaces.d/*\n\n"
+    "auto ens1f0np0\niface ens1f0np0 inet static inherits roce-link\n    address 192.168.100.12/24\n\n"
+    "auto ens1f1np1\niface ens1f1np1 inet static inherits roce-link\n    address 192.168.101.12/24\n"
+)
+
+
+@pytest.fixture
+def templated(tmp_path):
+    """Two fabric ports whose MTU comes from a template in a file sourced at the top."""
+    host = LinkHost(tmp_path).link("ens1f0np0", mtu=4200, addrs=["192.168.100.12/24"]).link("ens1f1np1", mtu=4200).materialize()
+    host.file("/etc/network/interfaces", PORTS)
+    host.file("/etc/network/interfaces.d/templates", TEMPLATES)
+    return host
+
+
+def test_an_inherited_mtu_is_read_with_where_it_comes_from_and_kept_when_it_matches(templated):
+    before = snapshot(templated)
+    result = run(templated, interface="ens1f0np0", mtu=4200, environ={})
+    assert result["changed"] is False and result["diff"] == []
+    assert result["config"]["mtu"] == 4200
+    assert result["config"]["mtu_source"] == dict(kind="mtu", mtu=4200, iface="roce-link", family="inet", method="manual",
+                                                  path="/etc/network/interfaces.d/templates", line=3, inherited=True, via=["roce-link"])
+    assert snapshot(templated) == before
+
+
+def test_an_inherited_mtu_that_differs_is_set_in_the_port_stanza_and_the_template_stays(templated):
+    result = run(templated, interface="ens1f0np0", mtu=9000, environ={})
+    assert result["before"]["persistent"] == {"ens1f0np0": 4200} and result["after"]["persistent"] == {"ens1f0np0": 9000}
+    assert result["changes"][1].startswith(
+        "ifupdown: /etc/network/interfaces sets mtu 9000 for ens1f0np0; the stanza at /etc/network/interfaces:4 stops inheriting roce-link"
+    )
+    assert templated.read("/etc/network/interfaces.d/templates") == TEMPLATES
+    assert templated.read("/etc/network/interfaces") == PORTS.replace(
+        "iface ens1f0np0 inet static inherits roce-link\n",
+        "iface ens1f0np0 inet static\n"
+        "    # rdmaops.roce link_mtu: options copied from roce-link in /etc/network/interfaces.d/templates"
+        " (ifupdown cannot override an inherited mtu)\n"
+        "    mtu 9000\n    post-up ip link set dev $IFACE txqueuelen 10000\n",
+    )
+    again = run(templated, interface="ens1f0np0", mtu=9000, environ={})
+    assert again["changed"] is False and again["config"]["mtu_source"]["inherited"] is False
+    # the other port still has the template's MTU
+    assert run(templated, interface="ens1f1np1", mtu=4200, environ={}, check=True)["changed"] is False
+
+
+IFQUERY = shutil.which("ifquery", path=os.pathsep.join([os.environ.get("PATH", os.defpath), "/usr/sbin", "/sbin"]))
+
+
+@pytest.mark.skipif(IFQUERY is None, reason="Debian's ifupdown is not installed (no ifquery): apt-get install ifupdown")
+def test_real_ifquery_reads_the_files_the_module_wrote(templated, tmp_path):
+    run(templated, interface="ens1f0np0", mtu=9000, environ={})
+    main = templated.path("/etc/network/interfaces")  # "source interfaces.d/*" is relative: it reads the tree's templates
+
+    def mtus(interface):
+        proc = subprocess.run([IFQUERY, "-i", main, "--state-dir", str(tmp_path / "state"), interface],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        return re.findall(r"^mtu: (.*(?:\n[^:\n]*$)*)", proc.stdout, re.M)
+
+    assert mtus("ens1f0np0") == ["9000"] and mtus("ens1f1np1") == ["4200"]
+
+
+def test_a_template_ifupdown_cannot_resolve_is_refused(tmp_path):
+    host = LinkHost(tmp_path).link("ens4").materialize()
+    # the template comes after the stanza: "unknown iface to inherit from", ifupdown stops reading there
+    text = "iface ens4 inet static inherits roce-link\n    address 198.18.0.11/24\n\niface roce-link inet manual\n    mtu 4200\n"
+    host.file("/etc/network/interfaces", text)
+    with pytest.raises(MtuError) as err:
+        run(host, interface="ens4", mtu=9000, environ={})
+    assert "ifupdown cannot read /etc/network/interfaces: /etc/network/interfaces:1: unknown iface to inherit from: roce-link (inet)" in str(err.value)
+    assert host.read("/etc/network/interfaces") == text
+    # in a sourced file, ifupdown stops reading that file there
+    host.file("/etc/network/interfaces", "source-directory interfaces.d\n")
+    host.file("/etc/network/interfaces.d/fabric", "iface ens4 inet6 manual inherits roce-link\n\niface ens4 inet manual\n")
+    host.file("/etc/network/interfaces.d/aa-templates", "iface roce-link inet manual\n    mtu 4200\n")
+    with pytest.raises(MtuError) as err:
+        run(host, interface="ens4", mtu=9000, environ={})
+    assert "ifupdown rejects the stanza of ens4 at /etc/network/interfaces.d/fabric:1: unknown iface to inherit from: roce-link (inet6)" in str(err.value)
 
 
 # -- the management path -------------------------------------------------------------------
