@@ -15,6 +15,9 @@ description:
   - Loads a list of kernel modules with C(modprobe), one at a time in the order given, and
     persists the list in one C(/etc/modules-load.d) file and their options in one
     C(/etc/modprobe.d) file, both written atomically and owned whole by this task.
+  - A file at O(modules_load_file) or O(modprobe_file) that rdmaops.roce did not write (no
+    C(Managed by rdmaops.roce) line) is neither overwritten nor removed unless O(adopt=true);
+    the task fails naming it before anything changes.
   - A module counts as loaded when C(/sys/module/<name>) exists. Modules compiled into the
     kernel count as loaded too (a C(/sys/module/<name>) directory without C(initstate), or a
     line in C(/lib/modules/<kernel>/modules.builtin)) and are reported in RV(builtin).
@@ -24,6 +27,12 @@ description:
     while it tried, when C(dmesg) may be read.
   - A loaded module whose running parameters (C(/sys/module/<name>/parameters)) differ from
     O(options) is reported and left alone; it is reloaded only with O(reload=true).
+  - Names and option keys are checked before any C(modprobe) runs. Only kernel module names are
+    accepted (letters, digits, C(_) and C(-), not starting with C(-)), so no value is read as an option.
+  - When a load fails part-way, the files this run wrote are put back, and the modules it already
+    loaded stay loaded (unloading them under a running workload is not safe); the task fails with
+    C(changed=true) when any stayed loaded, naming them in RV(applied) and what was not done in
+    RV(not_applied).
 author:
   - rdmaops developers (@rdmaops)
 options:
@@ -60,13 +69,15 @@ options:
     default: present
   modules_load_file:
     description:
-      - The C(.conf) file in C(/etc/modules-load.d) that lists O(names).
+      - The C(.conf) file directly in C(/etc/modules-load.d) that lists O(names) (no sub-directory,
+        no C(..)).
       - The file belongs to this task; use a different file for each list of modules.
     type: path
     default: /etc/modules-load.d/rdmaops-roce.conf
   modprobe_file:
     description:
-      - The C(.conf) file in C(/etc/modprobe.d) that holds O(options).
+      - The C(.conf) file directly in C(/etc/modprobe.d) that holds O(options) (no sub-directory,
+        no C(..)).
       - The file belongs to this task; it is removed when O(options) is empty.
     type: path
     default: /etc/modprobe.d/rdmaops-roce.conf
@@ -86,6 +97,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.owned_files
 seealso:
   - name: modules-load.d(5)
     description: How systemd loads the modules listed in /etc/modules-load.d at boot.
@@ -174,24 +186,38 @@ kernel_log:
   returned: failure
   type: list
   elements: str
+commands:
+  description: The commands that ran (C(modprobe), C(dmesg)), in order.
+  returned: always
+  type: list
+  elements: str
+applied:
+  description: When applying stopped part-way, the changes that stayed applied (modules loaded
+    before the failure stay loaded).
+  returned: failure
+  type: list
+  elements: str
+  sample: [load rdma_cm]
+rolled_back:
+  description: When applying stopped part-way, the changes that were undone (files put back).
+  returned: failure
+  type: list
+  elements: str
+not_applied:
+  description: When applying stopped part-way, the changes that were not made (the failed one included).
+  returned: failure
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import (
-    CommandError,
-    CommandRunner,
-    ToolNotFound,
-    fail_from_error,
-)
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
 from ansible_collections.rdmaops.roce.plugins.module_utils._kmod.engine import (
     DEFAULT_MODPROBE_FILE,
     DEFAULT_MODULES_LOAD_FILE,
     DEFAULT_NAMES,
     KernelModules,
-    KmodError,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
 
 def main():
@@ -205,40 +231,11 @@ def main():
             modprobe_file=dict(type="path", default=DEFAULT_MODPROBE_FILE),
             reload=dict(type="bool", default=False),
             unload=dict(type="bool", default=False),
+            adopt=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    engine = None
-    try:
-        engine = KernelModules(
-            HostRoot(),
-            CommandRunner(module),
-            names=params["names"],
-            options=params["options"],
-            persist=params["persist"],
-            state=params["state"],
-            modules_load_file=params["modules_load_file"],
-            modprobe_file=params["modprobe_file"],
-            reload=params["reload"],
-            unload=params["unload"],
-        )
-        plan = engine.plan_into(Plan())
-        plan.apply(module.check_mode)
-        if not module.check_mode:
-            engine.verify()
-    except KmodError as exc:
-        extra = dict(exc.details)
-        if engine is not None:
-            extra.setdefault("loaded_now", list(engine.loaded_now))
-        module.fail_json(msg=str(exc), **extra)
-    except (CommandError, ToolNotFound) as exc:
-        fail_from_error(module, exc, loaded_now=list(engine.loaded_now) if engine else [])
-    result = plan.result(module.check_mode, module._diff)
-    result.update(engine.report(module.check_mode))
-    for warning in engine.warnings:
-        module.warn(warning)
-    module.exit_json(**result)
+    run_module(module, KernelModules)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,10 @@ description:
     host's versions filled in.
   - Without an NVIDIA GPU or driver the module returns C(skipped) with the reason, unless
     O(required=true), which fails.
+  - A unit file at O(unit) or a file at O(modprobe_file) that rdmaops.roce did not write (no
+    C(Managed by rdmaops.roce) line) is neither overwritten nor removed unless O(adopt=true).
+  - When the load fails, the files this run wrote are put back and the task fails naming what
+    stayed applied (RV(applied)) and what was not done (RV(not_applied)).
 author:
   - rdmaops developers (@rdmaops)
 options:
@@ -83,12 +87,14 @@ options:
     default: false
   unit:
     description:
-      - File name of the boot unit in C(/etc/systemd/system).
+      - File name of the boot unit in C(/etc/systemd/system), ending in C(.service) (a plain file name,
+        no C(/)).
     type: str
     default: rdmaops-peermem.service
   modprobe_file:
     description:
-      - The C(/etc/modprobe.d) file that holds O(options); removed when O(options) is empty.
+      - The C(.conf) file directly in C(/etc/modprobe.d) that holds O(options); removed when O(options)
+        is empty.
     type: path
     default: /etc/modprobe.d/rdmaops-peermem.conf
   rdma_stack:
@@ -100,6 +106,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.owned_files
 notes:
   - The role C(rdmaops.roce.peermem) wraps this module (facts, report); use the role in playbooks.
   - C(systemctl daemon-reload) runs after the unit changes, only when the host root is C(/) and
@@ -203,26 +210,38 @@ peermem:
       returned: always
 changes:
   description: What was changed (in check mode, what would be).
-  returned: when not skipped
+  returned: always
+  type: list
+  elements: str
+commands:
+  description: The commands that ran (C(modinfo), C(modprobe), C(dmesg), C(systemctl)), in order.
+  returned: always
+  type: list
+  elements: str
+applied:
+  description: When applying stopped part-way, the changes that stayed applied.
+  returned: failure
+  type: list
+  elements: str
+rolled_back:
+  description: When applying stopped part-way, the changes that were undone (files put back).
+  returned: failure
+  type: list
+  elements: str
+not_applied:
+  description: When applying stopped part-way, the changes that were not made (the failed one included).
+  returned: failure
   type: list
   elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import (
-    CommandError,
-    CommandRunner,
-    ToolNotFound,
-    fail_from_error,
-)
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._peermem.decide import PeermemError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
 from ansible_collections.rdmaops.roce.plugins.module_utils._peermem.engine import (
     DEFAULT_MODPROBE_FILE,
     DEFAULT_UNIT,
-    PeermemManager,
+    Peermem,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
 
 def main():
@@ -236,36 +255,11 @@ def main():
             unit=dict(type="str", default=DEFAULT_UNIT),
             modprobe_file=dict(type="path", default=DEFAULT_MODPROBE_FILE),
             rdma_stack=dict(type="dict"),
+            adopt=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    plan = Plan()
-    try:
-        manager = PeermemManager(
-            HostRoot(),
-            CommandRunner(module),
-            mode=params["mode"],
-            required=params["required"],
-            options=params["options"],
-            persist=params["persist"],
-            reload=params["reload"],
-            unit=params["unit"],
-            modprobe_file=params["modprobe_file"],
-            rdma_stack=params["rdma_stack"],
-        )
-        outcome = manager.run(plan, module.check_mode)
-    except PeermemError as exc:
-        module.fail_json(msg=str(exc), **exc.details)
-    except (CommandError, ToolNotFound) as exc:
-        fail_from_error(module, exc)
-    if outcome.get("skipped"):
-        module.exit_json(**outcome)
-    result = plan.result(module.check_mode, module._diff)
-    result.update(outcome)
-    for warning in outcome["peermem"]["warnings"]:
-        module.warn(warning)
-    module.exit_json(**result)
+    run_module(module, Peermem)
 
 
 if __name__ == "__main__":

@@ -82,3 +82,62 @@ def test_bad_name_fails_before_touching_anything(host):
     assert rc != 0
     assert "names: '/tmp/evil.ko' is not a kernel module name" in result["msg"]
     assert kmodsim.Sim(root).calls() == []
+
+
+def test_a_load_failing_after_another_loaded_is_changed_and_names_what_stayed(host):
+    # rdma_cm loads with the options file this run wrote; ib_uverbs fails.  The file is put back,
+    # rdma_cm stays loaded (no safe undo), so the task failed *and* changed the host.
+    root, env = host
+    kmodsim.Sim(root).configure(modules={"ib_uverbs": {
+        "rc": 1, "stderr": "modprobe: ERROR: could not insert 'ib_uverbs': Invalid argument\n"}})
+    rc, result = ansiblerun.adhoc("rdmaops.roce.kernel_modules", '{"options": {"rdma_cm": "x=1"}}', env)
+    assert rc != 0 and result["failed"] is True
+    assert result["changed"] is True
+    assert result["applied"] == ["load rdma_cm"]
+    assert result["rolled_back"] == ["write /etc/modprobe.d/rdmaops-roce.conf"]
+    assert result["not_applied"] == ["load ib_uverbs", "write /" + LOAD_FILE]
+    assert result["loaded_now"] == ["rdma_cm"]
+    assert (root / "sys/module/rdma_cm/initstate").read_text() == "live\n"
+    assert not (root / "etc/modprobe.d/rdmaops-roce.conf").exists()
+    assert not (root / LOAD_FILE).exists()
+
+
+@pytest.mark.parametrize("args", [
+    '{"names": ["-r"]}',
+    '{"names": ["rdma_cm", "--help"]}',
+    '{"names": ["rdma_cm\\n"]}',
+    '{"options": {"--help": "x=1"}}',
+])
+def test_option_like_names_never_reach_modprobe(host, args):
+    root, env = host
+    rc, result = ansiblerun.adhoc("rdmaops.roce.kernel_modules", args, env)
+    assert rc != 0 and result["failed"] is True and result["changed"] is False
+    assert kmodsim.Sim(root).calls() == []
+    assert not (root / LOAD_FILE).exists()
+
+
+def test_a_file_we_did_not_write_is_refused_unless_adopted(host):
+    root, env = host
+    conf = root / "etc/modprobe.d/site.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("options rdma_cm x=0\n")
+    args = '{"names": ["rdma_cm"], "options": {"rdma_cm": "x=1"}, "modprobe_file": "/etc/modprobe.d/site.conf"'
+    rc, result = ansiblerun.adhoc("rdmaops.roce.kernel_modules", args + "}", env)
+    assert rc != 0 and result["changed"] is False
+    assert "/etc/modprobe.d/site.conf exists and was not written by rdmaops.roce" in result["msg"]
+    assert conf.read_text() == "options rdma_cm x=0\n"
+    assert [c for c in kmodsim.Sim(root).calls() if "--dry-run" not in c] == []
+    rc, result = ansiblerun.adhoc("rdmaops.roce.kernel_modules", args + ', "adopt": true}', env)
+    assert rc == 0 and result["changed"] is True
+    assert conf.read_text().startswith("# Managed by rdmaops.roce")
+
+
+def test_absent_does_not_remove_a_file_we_did_not_write(host):
+    root, env = host
+    conf = root / LOAD_FILE
+    conf.parent.mkdir(parents=True)
+    conf.write_text("rdma_cm\n")
+    rc, result = ansiblerun.adhoc("rdmaops.roce.kernel_modules", '{"names": ["rdma_cm"], "state": "absent"}', env)
+    assert rc != 0 and result["changed"] is False
+    assert "was not written by rdmaops.roce" in result["msg"]
+    assert conf.read_text() == "rdma_cm\n"

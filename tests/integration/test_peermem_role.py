@@ -115,3 +115,33 @@ def test_d_invalid_argument_fails_with_the_rebuild_explanation(tmp_path, playboo
     assert result["peermem"]["diagnosis"]["category"] == "built_without_peer_symbols"
     assert not (root / UNIT).exists()
     assert not (root / "sys/module/nvidia_peermem").exists()
+
+
+def test_e_a_unit_we_did_not_write_is_left_alone_unless_adopted(tmp_path, playbook):
+    root = tmp_path / "host"
+    env = host_env(root, gputree.gpu_host(root))
+    unit = root / UNIT
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text("[Service]\nExecStart=/usr/local/bin/site-peermem\n")
+    rc, tasks, stats = ansiblerun.playbook(playbook, env)
+    assert rc != 0
+    result = tasks[PEERMEM_TASK]
+    assert result["failed"] is True and result["changed"] is False
+    assert "/%s exists and was not written by rdmaops.roce" % UNIT in result["msg"]
+    assert unit.read_text() == "[Service]\nExecStart=/usr/local/bin/site-peermem\n"
+    assert not (root / "sys/module/nvidia_peermem").exists()
+    rc, tasks, stats = ansiblerun.playbook(playbook, env, extra_vars={"peermem_adopt": True})
+    assert rc == 0, tasks
+    assert "ExecStart=/sbin/modprobe nvidia-peermem" in unit.read_text()
+
+
+def test_f_a_failed_load_puts_the_options_file_back(tmp_path, playbook):
+    root = tmp_path / "host"
+    env = host_env(root, gputree.gpu_host(
+        root, peermem_behaviour=dict(rc=1, stderr=gputree.fixture("modprobe", "nvidia_peermem-invalid-argument.txt"))))
+    rc, tasks, stats = ansiblerun.playbook(playbook, env, extra_vars={"peermem_options": "peerdirect_support=1"})
+    assert rc != 0
+    result = tasks[PEERMEM_TASK]
+    assert result["failed"] is True and result["changed"] is False
+    assert result["rolled_back"] == ["write /etc/modprobe.d/rdmaops-peermem.conf"]
+    assert not (root / "etc/modprobe.d/rdmaops-peermem.conf").exists()

@@ -167,10 +167,12 @@ class Sim:
 class FakeAnsibleModule:
     """Just enough of AnsibleModule for CommandRunner: tools resolve to the simulator."""
 
-    def __init__(self, root, tools=TOOLS, check_mode=False):
+    def __init__(self, root, tools=TOOLS, check_mode=False, diff=False):
         self.sim = Sim(root)
         self.tools = tools
         self.check_mode = check_mode
+        self._diff = diff
+        self.params = {}
         self.warnings = []
 
     def get_bin_path(self, tool):

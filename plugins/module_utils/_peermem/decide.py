@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPUDirect RDMA peer memory: which module, whether DMA-BUF serves instead, and why loads fail.
 
-Pure functions over plain data (an *observation* of the host, see ``peermem_host.py``), so
+Pure functions over plain data (an *observation* of the host, see ``engine.py``), so
 every decision is tested on recorded module lists, kernel log lines and driver versions.
 
 The facts the decisions rest on (sources in tests/unit/fixtures/peermem/README.md):
@@ -64,14 +64,6 @@ BAD_LOG_PATTERNS = (
 
 _VERSION_RE = re.compile(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 _NVRM_RE = re.compile(r"NVRM version:.*?Kernel Module\s+(?:for\s+\S+\s+)?(\d+\.\d+(?:\.\d+)?)")
-
-
-class PeermemError(Exception):
-    """A decision or a load that must fail the task; ``details`` go into fail_json."""
-
-    def __init__(self, msg, **details):
-        super(PeermemError, self).__init__(msg)
-        self.details = details
 
 
 # -- parsing --------------------------------------------------------------------------------------

@@ -21,6 +21,11 @@ otherwise holds ib_core and makes the restart fail) and loads it again afterward
 and ``PartOf=`` on a unit that does not exist are no-ops, so the same unit serves both stacks.
 The unit is enabled the way ``systemctl enable`` does it for ``WantedBy=multi-user.target``: a
 symlink in ``multi-user.target.wants``, written through the host root so it is testable.
+
+The engine follows the protocol of ``_core.engine``: ``validate`` refuses bad options before
+anything is read, ``read`` observes and decides, ``plan`` adds the kernel_modules changes and the
+unit, ``verify`` proves, ``result`` reports (also after a failure).  A unit or modprobe.d file at
+the configured path that rdmaops.roce did not write is refused unless ``adopt``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,22 +34,28 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._peermem import decide as peermem
+from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import BootUnit, MODULES_LOAD_DIR, unit_name
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import GPU_CLASSES, MODULES, NVIDIA_VENDOR, PCI_DEVICES
 from ansible_collections.rdmaops.roce.plugins.module_utils._kmod.engine import (
+    MODPROBE_DIRS,
     KernelModules,
-    KmodError,
-    LoadFailed,
     builtin_modules,
+    check_conf_path,
     kernel_release,
     module_state,
-    read_text,
+    parse_options,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import GPU_CLASSES, NVIDIA_VENDOR
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import BootUnit, valid_unit_name
+from ansible_collections.rdmaops.roce.plugins.module_utils._peermem import decide as peermem
+
 DEFAULT_UNIT = "rdmaops-peermem.service"
 DEFAULT_MODPROBE_FILE = "/etc/modprobe.d/rdmaops-peermem.conf"
+OWNER = "rdmaops.roce.peermem"
 OBSERVED_MODULES = (peermem.PEERMEM, peermem.LEGACY, "ib_core", "ib_uverbs", "mlx5_core", "nvidia")
 MODULE_FILE_NAMES = {peermem.PEERMEM: peermem.PEERMEM_FILE, peermem.LEGACY: peermem.LEGACY}
+KALLSYMS = "/proc/kallsyms"
 
 UNIT_TEMPLATE = """# Managed by rdmaops.roce (peermem): this whole file is rewritten on every run.
 [Unit]
@@ -78,7 +89,7 @@ def observe(host, runner, rdma_stack=None):
         kernel=kernel,
         gpus=_gpus(host),
         modules=modules,
-        mlx5_core_version=(host.read("/sys/module/mlx5_core/version") or "").strip() or None,
+        mlx5_core_version=(host.read(MODULES + "/mlx5_core/version") or "").strip() or None,
         peer_memory_api=None,
         rdma_stack=rdma_stack or None,
         module_files={},
@@ -97,23 +108,28 @@ def observe(host, runner, rdma_stack=None):
 
 
 def _kallsyms_has_peer_api(host):
-    """Scan /proc/kallsyms line by line (it is megabytes); None when it cannot be read."""
-    try:
-        with open(host.path("/proc/kallsyms"), "rb") as handle:
-            needle = (" " + peermem.PEER_API_SYMBOL).encode("ascii")
-            for line in handle:
-                if needle in line and peermem.kallsyms_has_peer_api(line.decode("ascii", "replace")):
-                    return True
-    except (IOError, OSError):
+    """Look for the peer-memory API in /proc/kallsyms (megabytes: only the lines around the
+    symbol's name are decoded); None when it cannot be read."""
+    data = files.read_bytes(host, KALLSYMS)
+    if data is None:
         return None
+    needle = (" " + peermem.PEER_API_SYMBOL).encode("ascii")
+    found = data.find(needle)
+    while found >= 0:
+        start = data.rfind(b"\n", 0, found) + 1
+        end = data.find(b"\n", found)
+        line = data[start:end if end >= 0 else len(data)]
+        if peermem.kallsyms_has_peer_api(line.decode("ascii", "replace")):
+            return True
+        found = data.find(needle, found + 1)
     return False
 
 
 def _modules_load_entries(host):
     """/etc/modules-load.d files that list nvidia-peermem or nv_peer_mem (the early-boot way)."""
     found = []
-    for name in host.listdir("/etc/modules-load.d"):
-        path = "/etc/modules-load.d/" + name
+    for name in host.listdir(MODULES_LOAD_DIR):
+        path = "%s/%s" % (MODULES_LOAD_DIR, name)
         if not name.endswith(".conf"):
             continue
         listed = [line.strip().replace("-", "_") for line in (host.read(path) or "").splitlines()]
@@ -124,8 +140,8 @@ def _modules_load_entries(host):
 
 def _gpus(host):
     gpus = []
-    for address in host.listdir("/sys/bus/pci/devices"):
-        base = "/sys/bus/pci/devices/" + address
+    for address in host.listdir(PCI_DEVICES):
+        base = "%s/%s" % (PCI_DEVICES, address)
         if host.read(base + "/vendor") == NVIDIA_VENDOR and (host.read(base + "/class") or "").startswith(GPU_CLASSES):
             gpus.append(address)
     return gpus
@@ -135,9 +151,9 @@ def _nvidia(host, runner, state, evidence):
     info = dict(loaded=state != "absent", version=None, flavor=None, source=None)
     if info["loaded"]:
         version, flavor = peermem.parse_proc_driver_version(host.read("/proc/driver/nvidia/version"))
-        info["version"] = (host.read("/sys/module/nvidia/version") or "").strip() or version
+        info["version"] = (host.read(MODULES + "/nvidia/version") or "").strip() or version
         info["flavor"] = flavor
-        info["source"] = "/sys/module/nvidia" if info["version"] else None
+        info["source"] = MODULES + "/nvidia" if info["version"] else None
     if not info["version"] or not info["flavor"]:
         found = _modinfo(runner, "nvidia")
         if found and found.get("found"):
@@ -162,103 +178,113 @@ def _modinfo(runner, name):
     return info
 
 
-# -- load, persist, prove -------------------------------------------------------------------------
-class PeermemManager:
-    """Plan and apply one decision; ``run`` returns the module result or raises PeermemError."""
+# -- the engine: decide, load, persist, prove -------------------------------------------------------
+class Peermem(Engine):
+    """One decision made so: the module loaded through :class:`KernelModules`, the boot unit, the proof."""
 
-    def __init__(self, host, runner, mode="auto", required=False, options="", persist=True, reload=False,
-                 unit=DEFAULT_UNIT, modprobe_file=DEFAULT_MODPROBE_FILE, rdma_stack=None):
-        if not valid_unit_name(unit):
-            raise peermem.PeermemError("unit: %r must be a unit file name ending in .service, e.g. %s" % (unit, DEFAULT_UNIT))
-        if mode not in peermem.MODES:
-            raise peermem.PeermemError("mode must be one of %s, got %r" % (", ".join(peermem.MODES), mode))
-        self.host = host
-        self.runner = runner
-        self.mode = mode
-        self.required = required
-        self.options = (options or "").strip()
-        self.persist = persist
-        self.reload = reload
-        self.unit = BootUnit(host, runner, unit)
-        self.unit_path = self.unit.path
-        self.modprobe_file = modprobe_file
-        self.rdma_stack = rdma_stack
+    def __init__(self, ctx, params):
+        super(Peermem, self).__init__(ctx, params)
+        self.mode = params.get("mode") or "auto"
+        self.required = bool(params.get("required"))
+        self.options = (params.get("options") or "").strip()
+        self.persist = params.get("persist", True)
+        self.reload = bool(params.get("reload"))
+        self.unit_file_name = params.get("unit") or DEFAULT_UNIT
+        self.modprobe_file = params.get("modprobe_file") or DEFAULT_MODPROBE_FILE
+        self.rdma_stack = params.get("rdma_stack")
+        self.adopt = bool(params.get("adopt"))
+        self.unit = None
+        self.unit_path = None
         self.engine = None
+        self.obs = None
+        self.decision = None
 
-    def run(self, plan, check_mode):
-        obs = observe(self.host, self.runner, self.rdma_stack)
-        decision = peermem.decide(obs, self.mode, self.required)
-        self.obs, self.decision = obs, decision
-        if decision["action"] == "fail":
-            raise peermem.PeermemError(decision["reason"], peermem=self.report(check_mode))
-        if decision["action"] == "skip":
-            return dict(skipped=True, msg=decision["reason"], changed=False, peermem=self.report(check_mode))
-        if decision["action"] == "dmabuf":
-            self._plan_unit(plan, None)
-        else:
-            try:
-                self._plan_load(plan, decision["module"])
-            except KmodError as exc:
-                raise peermem.PeermemError(str(exc), peermem=self.report(check_mode))
-        unit_changed = any(change.key == "unit_file" for change in plan)
+    # -- validate -------------------------------------------------------------------------------
+    def validate(self):
+        if self.mode not in peermem.MODES:
+            raise InputError("mode must be one of %s, got %r" % (", ".join(peermem.MODES), self.mode), option="mode")
         try:
-            plan.apply(check_mode)
-        except LoadFailed as exc:
-            raise self._load_failure(decision["module"], exc)
-        except KmodError as exc:
-            raise peermem.PeermemError(str(exc), peermem=self.report(check_mode), **exc.details)
-        if not check_mode:
-            if unit_changed:
-                self.unit.daemon_reload()
-            self._verify(decision)
-        return dict(msg=decision["reason"], peermem=self.report(check_mode))
+            unit_name("unit", self.unit_file_name)
+        except InputError:
+            raise InputError(
+                "unit: %r must be a unit file name ending in .service (a plain file name in /etc/systemd/system, "
+                "not starting with '.' or '-'), e.g. %s" % (self.unit_file_name, DEFAULT_UNIT), option="unit")
+        check_conf_path("modprobe_file", self.modprobe_file, MODPROBE_DIRS)
+        # Which module the options are for is known only after reading; their form is known now.
+        parse_options(self.options, "options.%s/%s" % (peermem.PEERMEM, peermem.LEGACY))
+        self.unit = BootUnit(self.host, self.runner, self.unit_file_name, adopt=self.adopt)
+        self.unit_path = self.unit.path
+
+    # -- read -----------------------------------------------------------------------------------
+    def read(self):
+        self.obs = observe(self.host, self.runner, self.rdma_stack)
+        self.decision = peermem.decide(self.obs, self.mode, self.required)
 
     # -- plan -----------------------------------------------------------------------------------
-    def _plan_load(self, plan, module):
-        self.engine = KernelModules(
-            self.host, self.runner, names=[module], options={module: self.options} if self.options else {},
-            persist=False, modprobe_file=self.modprobe_file, reload=self.reload, owner="rdmaops.roce.peermem",
-        )
-        self.engine.plan_into(plan)
-        if self.persist:
-            self._plan_unit(plan, render_unit(module))
+    def plan(self, plan):
+        decision = self.decision
+        if decision["action"] == "fail":
+            raise RdmaopsError(decision["reason"])
+        if decision["action"] == "skip":
+            return
+        if decision["action"] == "dmabuf":
+            self.unit.plan(plan, None)
+        else:
+            module = decision["module"]
+            self.engine = KernelModules(
+                self.ctx,
+                dict(names=[module], options={module: self.options} if self.options else {}, persist=False,
+                     modprobe_file=self.modprobe_file, reload=self.reload, adopt=self.adopt),
+                owner=OWNER, explain_load_failure=self._explain,
+            )
+            self.engine.validate()
+            self.engine.read()
+            self.engine.plan(plan)
+            if self.persist:
+                self.unit.plan(plan, render_unit(module))
+        if any(change.key == "unit_file" for change in plan):
+            plan.then("systemctl daemon-reload", self.unit.daemon_reload)
 
-    def _plan_unit(self, plan, text):
-        self.unit.plan(plan, text)
+    def _explain(self, failed):
+        """peermem's diagnosis of a failed load, added to modprobe's own message."""
+        module = self.decision["module"]
+        diagnosis = peermem.diagnose(module, failed.result.stderr, failed.kernel_log, self.obs,
+                                     self.obs["module_files"].get(module))
+        self.decision["diagnosis"] = diagnosis
+        return diagnosis["explanation"]
 
     # -- prove ----------------------------------------------------------------------------------
-    def _load_failure(self, module, exc):
-        info = self.obs["module_files"].get(module)
-        diagnosis = peermem.diagnose(module, exc.result.stderr, exc.kernel_log, self.obs, info)
-        self.decision["diagnosis"] = diagnosis
-        return peermem.PeermemError(
-            "%s. %s" % (str(exc), diagnosis["explanation"]),
-            peermem=self.report(False), **exc.details
-        )
-
-    def _verify(self, decision):
+    def verify(self):
+        decision = self.decision
         problems = []
         if self.engine is not None:
-            try:
-                self.engine.verify()
-            except KmodError as exc:
-                problems.append(str(exc))
+            problems.extend(self.engine.verify())
             module = decision["module"]
             since = self.engine.kernel_log_since.get(module)
             bad = peermem.bad_log_lines(since)
             if bad:
                 diagnosis = peermem.diagnose(module, "", bad, self.obs, self.obs["module_files"].get(module))
-                self.decision["diagnosis"] = diagnosis
+                decision["diagnosis"] = diagnosis
                 problems.append("the kernel log written while %s loaded has errors: %s. %s"
                                 % (module, " | ".join(bad), diagnosis["explanation"]))
         expected_unit = render_unit(decision["module"]) if decision["action"] == "load" and self.persist else None
-        if (self.persist or decision["action"] == "dmabuf") and read_text(self.host, self.unit_path) != expected_unit:
+        if (self.persist or decision["action"] == "dmabuf") and files.read_text(self.host, self.unit_path) != expected_unit:
             problems.append("%s does not hold what was written" % self.unit_path)
-        if problems:
-            raise peermem.PeermemError("after applying: " + "; ".join(problems), peermem=self.report(False))
+        return problems
 
-    # -- report ---------------------------------------------------------------------------------
-    def report(self, check_mode):
+    # -- result ---------------------------------------------------------------------------------
+    def result(self):
+        if self.decision is None:
+            return {}
+        report = self.report()
+        for warning in report["warnings"]:
+            self.ctx.warn(warning)
+        result = dict(msg=self.decision["reason"], peermem=report)
+        if self.decision["action"] == "skip":
+            result["skipped"] = True
+        return result
+
+    def report(self):
         obs, decision = self.obs, self.decision
         report = dict(
             action=decision["action"],
@@ -287,7 +313,7 @@ class PeermemManager:
             state = module_state(self.host, module, builtin_modules(self.host, obs["kernel"]))
             report["loaded"] = state != "absent"
             if self.engine is not None:
-                engine_report = self.engine.report(check_mode)
+                engine_report = self.engine.result()
                 report["loaded_now"] = module in engine_report["loaded_now"]
                 report["option_mismatches"] = engine_report["option_mismatches"]
                 report["kernel_log"] = self.engine.kernel_log_since.get(module)

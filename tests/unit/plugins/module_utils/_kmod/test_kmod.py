@@ -5,9 +5,11 @@ import os
 import pytest
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._kmod import engine as kmod
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, execute, failure
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import ApplyError, Plan
 
 from kmodsim import FakeAnsibleModule
 
@@ -31,18 +33,27 @@ def make_tree(root, loaded=("ib_core",), builtin_lines=(), builtin_dirs=()):
     return root
 
 
+def engine_for(root, check_mode=False, tools=None, **kwargs):
+    fake = FakeAnsibleModule(root, check_mode=check_mode, diff=True, **(dict(tools=tools) if tools else {}))
+    ctx = Context(fake, host=HostRoot(str(root)), runner=CommandRunner(fake))
+    return kmod.KernelModules(ctx, kwargs), fake
+
+
 def run(root, check_mode=False, **kwargs):
-    """One module run: read -> plan -> apply -> re-read, as plugins/modules/kernel_modules.py does."""
-    fake = FakeAnsibleModule(root)
-    engine = kmod.KernelModules(HostRoot(str(root)), CommandRunner(fake), **kwargs)
-    plan = engine.plan_into(Plan())
-    plan.apply(check_mode)
-    if not check_mode:
-        engine.verify()
-    result = plan.result(check_mode, diff_mode=True)
-    result.update(engine.report(check_mode))
-    result["warnings"] = engine.warnings
+    """One module run: validate -> read -> plan -> apply -> re-read, as run_module does it."""
+    engine, fake = engine_for(root, check_mode=check_mode, **kwargs)
+    result, _plan = execute(engine)
+    result["warnings"] = engine.ctx.warnings
     return result, fake.sim
+
+
+def run_failing(root, **kwargs):
+    """A run that must fail: the failed result run_module would report, and the error."""
+    engine, fake = engine_for(root, **kwargs)
+    plan = Plan()
+    with pytest.raises(RdmaopsError) as caught:
+        execute(engine, plan)
+    return failure(caught.value, engine, plan), caught.value, fake.sim
 
 
 def modprobe_calls(sim):
@@ -107,7 +118,7 @@ def test_module_missing_for_this_kernel_fails_before_anything_changes(tmp_path):
     sim.configure(missing=["ib_umad"])
     before = host_files(tmp_path)
     for check_mode in (True, False):
-        with pytest.raises(kmod.KmodError) as caught:
+        with pytest.raises(RdmaopsError) as caught:
             run(tmp_path, check_mode=check_mode)
         assert "ib_umad cannot be loaded on kernel" in str(caught.value)
         assert "Module ib_umad not found in directory /lib/modules/" in str(caught.value)
@@ -124,9 +135,10 @@ def test_failing_modprobe_stops_with_stderr_and_kernel_log(tmp_path):
         "stderr": "modprobe: ERROR: could not insert 'ib_uverbs': Invalid argument\n",
         "log": ["[  101.312200] ib_uverbs: Unknown symbol ib_register_peer_memory_client (err -22)"],
     }})
-    with pytest.raises(kmod.LoadFailed) as caught:
+    with pytest.raises(ApplyError) as caught:
         run(tmp_path)
-    exc = caught.value
+    exc = caught.value.cause
+    assert isinstance(exc, kmod.LoadFailed)
     assert exc.name == "ib_uverbs"
     assert "modprobe ib_uverbs failed (rc=1)" in str(exc)
     assert "Invalid argument" in str(exc)
@@ -141,16 +153,18 @@ def test_unreadable_kernel_log_is_said_so(tmp_path):
     make_tree(tmp_path)
     sim = FakeAnsibleModule(tmp_path).sim
     sim.configure(dmesg_readable=False, modules={"rdma_cm": {"rc": 1, "stderr": "modprobe: ERROR: could not insert 'rdma_cm': Operation not permitted\n"}})
-    with pytest.raises(kmod.LoadFailed) as caught:
+    with pytest.raises(ApplyError) as caught:
         run(tmp_path)
+    assert isinstance(caught.value.cause, kmod.LoadFailed)
     assert "the kernel log is not readable (dmesg: dmesg: read kernel buffer failed: Operation not permitted)" in str(caught.value)
 
 
 def test_modprobe_success_without_the_module_appearing_fails(tmp_path):
     make_tree(tmp_path)
     FakeAnsibleModule(tmp_path).sim.configure(modules={"rdma_cm": {"silently_absent": True}})
-    with pytest.raises(kmod.LoadFailed) as caught:
+    with pytest.raises(ApplyError) as caught:
         run(tmp_path)
+    assert isinstance(caught.value.cause, kmod.LoadFailed)
     assert "modprobe rdma_cm exited 0 but /sys/module/rdma_cm did not appear" in str(caught.value)
 
 
@@ -174,7 +188,7 @@ def test_dash_and_underscore_are_one_module(tmp_path):
     result, sim = run(tmp_path, names=["nvidia-peermem"], persist=False)
     assert result["already_loaded"] == ["nvidia-peermem"] and result["changed"] is False
     assert sim.calls() == []
-    with pytest.raises(kmod.KmodError, match="listed twice"):
+    with pytest.raises(InputError, match="listed twice"):
         run(tmp_path, names=["rdma_cm", "rdma-cm"])
 
 
@@ -208,7 +222,7 @@ def test_reload_of_a_module_in_use_fails_clearly(tmp_path):
     make_tree(tmp_path)
     run(tmp_path, names=["rdma_rxe"], options={"rdma_rxe": "max_ucontext=64"})
     FakeAnsibleModule(tmp_path).sim.configure(modules={"rdma_rxe": {"in_use": True}})
-    with pytest.raises(kmod.KmodError, match="cannot reload rdma_rxe.*Module rdma_rxe is in use"):
+    with pytest.raises(RdmaopsError, match="cannot reload rdma_rxe.*Module rdma_rxe is in use"):
         run(tmp_path, names=["rdma_rxe"], options={"rdma_rxe": "max_ucontext=128"}, reload=True)
 
 
@@ -256,7 +270,7 @@ def test_absent_removes_our_entries_and_keeps_modules_loaded(tmp_path):
 def test_bad_input_fails_before_anything_is_touched(tmp_path, kwargs, message):
     make_tree(tmp_path)
     before = sorted(str(p) for p in tmp_path.rglob("*"))
-    with pytest.raises(kmod.KmodError) as caught:
+    with pytest.raises(InputError) as caught:
         run(tmp_path, **kwargs)
     assert message in str(caught.value)
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
@@ -287,9 +301,9 @@ def test_older_kernel_log_lines_are_shown_apart(tmp_path):
     sim = FakeAnsibleModule(tmp_path).sim
     sim.log("[   50.000000] rdma_cm: Unknown symbol from an attempt an hour ago (err -22)")
     sim.configure(modules={"rdma_cm": {"rc": 1, "stderr": "modprobe: ERROR: could not insert 'rdma_cm': Invalid argument\n"}})
-    with pytest.raises(kmod.LoadFailed) as caught:
+    with pytest.raises(ApplyError) as caught:
         run(tmp_path)
-    exc = caught.value
+    exc = caught.value.cause
     assert exc.kernel_log == []
     assert exc.earlier_log == ["[   50.000000] rdma_cm: Unknown symbol from an attempt an hour ago (err -22)"]
     assert "the kernel logged nothing while it ran (earlier lines about rdma_cm:" in str(exc)
@@ -299,8 +313,143 @@ def test_missing_modprobe_is_named(tmp_path):
     from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import ToolNotFound
 
     make_tree(tmp_path)
-    fake = FakeAnsibleModule(tmp_path, tools=("dmesg",))
-    engine = kmod.KernelModules(HostRoot(str(tmp_path)), CommandRunner(fake))
+    engine, _fake = engine_for(tmp_path, check_mode=True, tools=("dmesg",))
     # Planning already asks modprobe whether the modules exist, so check mode says so too.
     with pytest.raises(ToolNotFound, match="modprobe was not found on PATH"):
-        engine.plan_into(Plan())
+        execute(engine)
+
+
+# -- failures tell the truth ---------------------------------------------------------------------
+def test_a_load_failing_after_others_loaded_reports_changed_and_what_stayed(tmp_path):
+    # rdma_cm loads (with its options from the file this run writes), ib_uverbs fails.  The file
+    # is put back; rdma_cm stays loaded (unloading under a workload is not safe), so the run
+    # failed with changed: true and names what is applied and what was never done.
+    make_tree(tmp_path)
+    FakeAnsibleModule(tmp_path).sim.configure(modules={"ib_uverbs": {
+        "rc": 1, "stderr": "modprobe: ERROR: could not insert 'ib_uverbs': Invalid argument\n"}})
+    result, exc, sim = run_failing(tmp_path, options={"rdma_cm": "x=1"})
+    assert isinstance(exc, ApplyError) and isinstance(exc.cause, kmod.LoadFailed)
+    assert result["changed"] is True
+    assert result["applied"] == ["load rdma_cm"]
+    assert result["rolled_back"] == ["write " + PROBE_FILE]
+    assert result["not_applied"] == ["load ib_uverbs", "load ib_umad", "write " + LOAD_FILE]
+    assert result["loaded_now"] == ["rdma_cm"]
+    assert result["msg"].startswith("modprobe ib_uverbs failed (rc=1)")
+    assert result["module"] == "ib_uverbs" and result["stderr"].startswith("modprobe: ERROR")
+    assert (tmp_path / "sys/module/rdma_cm/initstate").read_text() == "live\n"
+    assert not (tmp_path / PROBE_FILE.lstrip("/")).exists()
+    assert not (tmp_path / LOAD_FILE.lstrip("/")).exists()
+    assert modprobe_calls(sim) == [["rdma_cm"], ["ib_uverbs"]]
+
+
+def test_a_first_load_failing_puts_the_options_file_back_and_reports_unchanged(tmp_path):
+    make_tree(tmp_path)
+    probe = tmp_path / PROBE_FILE.lstrip("/")
+    probe.parent.mkdir(parents=True)
+    probe.write_text(HEADER + "options rdma_cm x=0\n")
+    FakeAnsibleModule(tmp_path).sim.configure(modules={"rdma_cm": {"rc": 1, "stderr": "boom\n"}})
+    result, _exc, _sim = run_failing(tmp_path, options={"rdma_cm": "x=1"})
+    assert result["changed"] is False and result["applied"] == []
+    assert result["rolled_back"] == ["write " + PROBE_FILE]
+    assert probe.read_text() == HEADER + "options rdma_cm x=0\n"
+
+
+def test_a_reload_whose_load_fails_says_the_module_is_now_unloaded(tmp_path):
+    make_tree(tmp_path)
+    run(tmp_path, names=["rdma_rxe"], options={"rdma_rxe": "max_ucontext=64"})
+    FakeAnsibleModule(tmp_path).sim.configure(modules={"rdma_rxe": {"rc": 1, "stderr": "bad\n"}})
+    result, _exc, _sim = run_failing(tmp_path, names=["rdma_rxe"], options={"rdma_rxe": "max_ucontext=128"},
+                                     reload=True)
+    assert result["changed"] is True
+    assert result["applied"] == ["unload rdma_rxe to reload it with its options"]
+    assert "rdma_rxe was unloaded to apply its options and is not loaded now" in result["msg"]
+
+
+# -- input refused before any modprobe runs ---------------------------------------------------------
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(names=["-r"]), "names: '-r' starts with '-', which modprobe would read as an option"),
+    (dict(names=["rdma_cm", "--help"]), "names: '--help' starts with '-'"),
+    (dict(names=["rdma_cm\n"]), "names: 'rdma_cm\\n' is not a kernel module name"),
+    (dict(names=["a" * 56]), "is not a kernel module name"),
+    (dict(names=["rdma cm"]), "is not a kernel module name"),
+    (dict(options={"-r": "x=1"}), "options: key: '-r' starts with '-'"),
+    (dict(options={"rdma_cm\n": "x=1"}), "is not a kernel module name"),
+    (dict(options={"rdma_cm": "x=1\x00"}), "control character"),
+    (dict(options={"rdma_cm": "x\n=1"}), "one line"),
+    (dict(modprobe_file="/etc/modprobe.d/../modules-load.d/x.conf"), "without '.' or '..' components"),
+    (dict(modprobe_file="/etc/modprobe.d/..conf"), "must be a .conf file directly in /etc/modprobe.d/"),
+    (dict(modprobe_file="/etc/modprobe.d/.hidden.conf"), "must be a .conf file directly in"),
+    (dict(modprobe_file="/etc/modprobe.d/x.conf\n"), "modprobe_file"),
+    (dict(modprobe_file="modprobe.d/x.conf"), "absolute file path"),
+    (dict(modules_load_file="/etc/modules-load.d/-x.conf"), "must be a .conf file directly in /etc/modules-load.d/"),
+    (dict(modules_load_file="/etc/modules-load.d/.."), "modules_load_file"),
+])
+def test_option_like_and_odd_values_are_refused_before_modprobe_runs(tmp_path, kwargs, message):
+    make_tree(tmp_path)
+    before = host_files(tmp_path)
+    engine, fake = engine_for(tmp_path, **kwargs)
+    with pytest.raises(InputError) as caught:
+        execute(engine)
+    assert message in caught.value.msg
+    assert fake.sim.calls() == []
+    assert host_files(tmp_path) == before
+
+
+def test_the_kernel_module_name_rule():
+    for name in ("rdma_cm", "nvidia-peermem", "8021q", "a" * 55, "_x"):
+        assert kmod.check_module_name("names", name) == name
+
+
+# -- files we do not own ------------------------------------------------------------------------------
+def foreign(root, path, text):
+    target = root / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    return target
+
+
+def test_a_foreign_modprobe_file_is_refused_unless_adopted(tmp_path):
+    make_tree(tmp_path)
+    probe = foreign(tmp_path, PROBE_FILE, "options rdma_cm x=0\n")
+    result, exc, sim = run_failing(tmp_path, options={"rdma_cm": "x=1"})
+    assert isinstance(exc, RefusedError)
+    assert result["changed"] is False and result["path"] == PROBE_FILE
+    assert "was not written by rdmaops.roce" in result["msg"] and "adopt: true" in result["msg"]
+    assert probe.read_text() == "options rdma_cm x=0\n"
+    assert sim.calls() == []  # refused before even the dry-run checks
+    adopted, _sim = run(tmp_path, options={"rdma_cm": "x=1"}, adopt=True)
+    assert adopted["changed"] is True
+    assert probe.read_text() == HEADER + "options rdma_cm x=1\n"
+
+
+def test_a_foreign_modules_load_file_is_refused_before_any_load(tmp_path):
+    make_tree(tmp_path)
+    conf = foreign(tmp_path, LOAD_FILE, "ib_ipoib\n")
+    result, exc, sim = run_failing(tmp_path)
+    assert isinstance(exc, RefusedError)
+    assert result["changed"] is False and result["path"] == LOAD_FILE
+    assert modprobe_calls(sim) == []
+    assert conf.read_text() == "ib_ipoib\n"
+    again, _sim = run(tmp_path, adopt=True)
+    assert conf.read_text() == HEADER + "rdma_cm\nib_uverbs\nib_umad\n"
+
+
+def test_absent_refuses_to_edit_or_remove_foreign_files(tmp_path):
+    make_tree(tmp_path)
+    conf = foreign(tmp_path, LOAD_FILE, "rdma_cm\n")
+    probe = foreign(tmp_path, PROBE_FILE, "options rdma_cm x=1\n")
+    for state_kwargs in (dict(), dict(unload=True)):
+        result, exc, sim = run_failing(tmp_path, names=["rdma_cm"], state="absent", **state_kwargs)
+        assert isinstance(exc, RefusedError) and result["changed"] is False
+    assert conf.read_text() == "rdma_cm\n" and probe.read_text() == "options rdma_cm x=1\n"
+    result, _sim = run(tmp_path, names=["rdma_cm"], state="absent", adopt=True)
+    assert result["changes"] == ["remove " + PROBE_FILE, "remove " + LOAD_FILE]
+    assert not conf.exists() and not probe.exists()
+
+
+def test_absent_leaves_a_foreign_file_without_our_entries_alone(tmp_path):
+    make_tree(tmp_path)
+    conf = foreign(tmp_path, LOAD_FILE, "ib_ipoib\n")
+    result, _sim = run(tmp_path, names=["rdma_cm"], state="absent")
+    assert result["changed"] is False
+    assert conf.read_text() == "ib_ipoib\n"

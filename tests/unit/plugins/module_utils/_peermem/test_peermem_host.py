@@ -5,9 +5,10 @@ import os
 import pytest
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._peermem import engine as peermem_host
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, execute, failure
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._peermem.decide import PeermemError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
 import gputree
@@ -18,14 +19,26 @@ WANTS = "/etc/systemd/system/multi-user.target.wants/rdmaops-peermem.service"
 STACK = dict(flavor="doca_ofed", version="25.10-1.7.1")
 
 
+class PeermemFailed(Exception):
+    """The run failed: ``details`` is the failed result run_module reports, ``error`` the raised one."""
+
+    def __init__(self, details, error):
+        super(PeermemFailed, self).__init__(details["msg"])
+        self.details = details
+        self.error = error
+
+
 def run(root, check_mode=False, **kwargs):
+    """One module run as run_module does it; a failure raises PeermemFailed with the failed result."""
     kwargs.setdefault("rdma_stack", STACK)
-    fake = FakeAnsibleModule(root)
-    manager = peermem_host.PeermemManager(HostRoot(str(root)), CommandRunner(fake), **kwargs)
+    fake = FakeAnsibleModule(root, check_mode=check_mode, diff=True)
+    ctx = Context(fake, host=HostRoot(str(root)), runner=CommandRunner(fake))
+    engine = peermem_host.Peermem(ctx, kwargs)
     plan = Plan()
-    outcome = manager.run(plan, check_mode)
-    if not outcome.get("skipped"):
-        outcome.update(plan.result(check_mode, diff_mode=True))
+    try:
+        outcome, plan = execute(engine, plan)
+    except RdmaopsError as exc:
+        raise PeermemFailed(failure(exc, engine, plan), exc)
     return outcome, fake.sim
 
 
@@ -101,7 +114,7 @@ def test_invalid_argument_fails_with_the_rebuild_explanation(tmp_path):
         tmp_path, modinfo="nvidia-peermem-535-stub.txt",
         peermem_behaviour=dict(rc=1, stderr=gputree.fixture("modprobe", "nvidia_peermem-invalid-argument.txt")),
     )
-    with pytest.raises(PeermemError) as caught:
+    with pytest.raises(PeermemFailed) as caught:
         run(tmp_path)
     message = str(caught.value)
     assert message.startswith("modprobe nvidia_peermem failed (rc=1): modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument")
@@ -118,7 +131,7 @@ def test_symbol_mismatch_in_the_kernel_log_is_named(tmp_path):
     gputree.gpu_host(tmp_path, peermem_behaviour=dict(
         rc=1, stderr=gputree.fixture("modprobe", "nvidia_peermem-invalid-argument.txt"),
         log=gputree.fixture("dmesg", "nvidia_peermem-abi-mismatch.txt").splitlines()))
-    with pytest.raises(PeermemError) as caught:
+    with pytest.raises(PeermemFailed) as caught:
         run(tmp_path)
     assert caught.value.details["peermem"]["diagnosis"]["category"] == "abi_mismatch"
     assert caught.value.details["kernel_log"][0].endswith("disagrees about version of symbol ib_register_peer_memory_client")
@@ -127,7 +140,7 @@ def test_symbol_mismatch_in_the_kernel_log_is_named(tmp_path):
 def test_errors_logged_during_a_load_that_succeeded_fail_the_proof(tmp_path):
     gputree.gpu_host(tmp_path, peermem_behaviour=dict(
         log=["[  900.000001] nvidia-peermem nv_mem_client_init:260 nv_mem_client_init -- error while registering nc client"]))
-    with pytest.raises(PeermemError, match="the kernel log written while nvidia_peermem loaded has errors"):
+    with pytest.raises(PeermemFailed, match="the kernel log written while nvidia_peermem loaded has errors"):
         run(tmp_path)
 
 
@@ -144,7 +157,7 @@ def test_no_gpu_host_is_skipped_and_untouched(tmp_path):
 
 def test_no_gpu_host_fails_when_required(tmp_path):
     gputree.no_gpu_host(tmp_path)
-    with pytest.raises(PeermemError, match="^peermem_required is true but no NVIDIA GPU"):
+    with pytest.raises(PeermemFailed, match="^peermem_required is true but no NVIDIA GPU"):
         run(tmp_path, required=True)
 
 
@@ -173,9 +186,9 @@ def test_inbox_host_in_auto_chooses_dmabuf(tmp_path):
 
 def test_bad_unit_name_fails_before_reading(tmp_path):
     gputree.gpu_host(tmp_path)
-    with pytest.raises(PeermemError, match="unit: '../x.service' must be a unit file name"):
+    with pytest.raises(PeermemFailed, match="unit: '../x.service' must be a unit file name"):
         run(tmp_path, unit="../x.service")
-    with pytest.raises(PeermemError, match="options.nvidia_peermem"):
+    with pytest.raises(PeermemFailed, match="options.nvidia_peermem"):
         run(tmp_path, options="peerdirect_support=1\nx=2")
 
 
@@ -196,7 +209,7 @@ def test_stale_kernel_log_lines_do_not_change_the_diagnosis(tmp_path):
     gputree.gpu_host(tmp_path, modinfo="nvidia-peermem-535-stub.txt",
                      peermem_behaviour=dict(rc=1, stderr=gputree.fixture("modprobe", "nvidia_peermem-invalid-argument.txt")))
     FakeAnsibleModule(tmp_path).sim.log(*gputree.fixture("dmesg", "nvidia_peermem-abi-mismatch.txt").splitlines())
-    with pytest.raises(PeermemError) as caught:
+    with pytest.raises(PeermemFailed) as caught:
         run(tmp_path)
     assert caught.value.details["peermem"]["diagnosis"]["category"] == "built_without_peer_symbols"
     assert len(caught.value.details["kernel_log_earlier"]) == 4
@@ -207,3 +220,99 @@ def test_kallsyms_unreadable_means_unknown(tmp_path):
     os.unlink(str(tree(tmp_path, "/proc/kallsyms")))
     obs = peermem_host.observe(HostRoot(str(tmp_path)), CommandRunner(FakeAnsibleModule(tmp_path)), STACK)
     assert obs["peer_memory_api"] is None
+
+
+# -- failures tell the truth, input and files refused -------------------------------------------------
+PROBE = "/etc/modprobe.d/rdmaops-peermem.conf"
+
+
+def test_a_failed_load_puts_its_options_file_back(tmp_path):
+    gputree.gpu_host(tmp_path, peermem_behaviour=dict(
+        rc=1, stderr=gputree.fixture("modprobe", "nvidia_peermem-invalid-argument.txt")))
+    with pytest.raises(PeermemFailed) as caught:
+        run(tmp_path, options="peerdirect_support=1")
+    details = caught.value.details
+    assert details["changed"] is False and details["applied"] == []
+    assert details["rolled_back"] == ["write " + PROBE]
+    assert details["not_applied"] == ["load nvidia_peermem", "write " + UNIT, "enable rdmaops-peermem.service"]
+    assert details["peermem"]["loaded_now"] is False
+    assert not tree(tmp_path, PROBE).exists() and not tree(tmp_path, UNIT).exists()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(unit="-x.service"), "unit: '-x.service' must be a unit file name"),
+    (dict(unit="x.service\n"), "must be a unit file name"),
+    (dict(unit="sub/x.service"), "must be a unit file name"),
+    (dict(modprobe_file="/etc/modprobe.d/../x.conf"), "without '.' or '..' components"),
+    (dict(modprobe_file="/etc/rdmaops-peermem.conf"), "must be a .conf file directly in /etc/modprobe.d/"),
+    (dict(options="-r"), "is not a module parameter"),
+    (dict(mode="gdr"), "mode must be one of auto, peermem, dmabuf"),
+])
+def test_bad_options_are_refused_before_anything_runs(tmp_path, kwargs, message):
+    gputree.gpu_host(tmp_path)
+    before = gputree.tree_files(tmp_path)
+    with pytest.raises(PeermemFailed) as caught:
+        run(tmp_path, **kwargs)
+    assert message in str(caught.value)
+    assert caught.value.details["changed"] is False
+    assert FakeAnsibleModule(tmp_path).sim.calls() == []
+    assert gputree.tree_files(tmp_path) == before
+
+
+def test_a_unit_we_did_not_write_is_refused_unless_adopted(tmp_path):
+    gputree.gpu_host(tmp_path)
+    unit = tree(tmp_path, UNIT)
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text("[Service]\nExecStart=/usr/local/bin/site-peermem\n")
+    with pytest.raises(PeermemFailed) as caught:
+        run(tmp_path)
+    assert "%s exists and was not written by rdmaops.roce" % UNIT in str(caught.value)
+    assert caught.value.details["changed"] is False
+    assert unit.read_text() == "[Service]\nExecStart=/usr/local/bin/site-peermem\n"
+    assert not tree(tmp_path, "/sys/module/nvidia_peermem").exists()  # refused before the load
+    outcome, _sim = run(tmp_path, adopt=True)
+    assert outcome["changed"] is True
+    assert "ExecStart=/sbin/modprobe nvidia-peermem" in unit.read_text()
+
+
+def test_dmabuf_does_not_remove_a_unit_we_did_not_write(tmp_path):
+    gputree.gpu_host(tmp_path, driver="565.57.01", flavor="open")
+    unit = tree(tmp_path, UNIT)
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text("[Service]\nExecStart=/bin/true\n")
+    with pytest.raises(PeermemFailed, match="was not written by rdmaops.roce"):
+        run(tmp_path, mode="dmabuf")
+    assert unit.read_text() == "[Service]\nExecStart=/bin/true\n"
+    outcome, _sim = run(tmp_path, mode="dmabuf", adopt=True)
+    assert outcome["changes"] == ["remove " + UNIT]
+    assert not unit.exists()
+
+
+def test_a_modprobe_file_we_did_not_write_is_refused(tmp_path):
+    gputree.gpu_host(tmp_path)
+    probe = tree(tmp_path, PROBE)
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    probe.write_text("options nvidia_peermem peerdirect_support=0\n")
+    with pytest.raises(PeermemFailed, match="was not written by rdmaops.roce"):
+        run(tmp_path)  # no options: our file would be removed, but it is not ours
+    assert probe.read_text() == "options nvidia_peermem peerdirect_support=0\n"
+
+
+def test_kallsyms_with_bytes_that_are_not_utf8(tmp_path):
+    gputree.gpu_host(tmp_path)
+    tree(tmp_path, "/proc/kallsyms").write_bytes(
+        b"0000000000000000 T caf\xe9_symbol\t[x]\n0000000000000000 T ib_register_peer_memory_client\t[ib_core]")
+    obs = peermem_host.observe(HostRoot(str(tmp_path)), CommandRunner(FakeAnsibleModule(tmp_path)), STACK)
+    assert obs["peer_memory_api"] is True
+    tree(tmp_path, "/proc/kallsyms").write_bytes(b"0 T ib_register_peer_memory_client_x\t[ib_core]\n")
+    obs = peermem_host.observe(HostRoot(str(tmp_path)), CommandRunner(FakeAnsibleModule(tmp_path)), STACK)
+    assert obs["peer_memory_api"] is False
+
+
+def test_no_raw_file_access_in_the_engines():
+    import inspect
+    from ansible_collections.rdmaops.roce.plugins.module_utils._kmod import engine as kmod_engine
+
+    for source in (inspect.getsource(peermem_host), inspect.getsource(kmod_engine)):
+        for raw in ("open(", "os.unlink", "os.rename", "rdma_facts"):
+            assert raw not in source
