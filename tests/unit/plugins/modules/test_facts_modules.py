@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 import hosttree
@@ -42,12 +43,16 @@ def test_gpudirect_facts_main(cx7_env, capsys):
 
 def test_an_error_of_the_family_becomes_a_failed_result(cx7_env, capsys, monkeypatch):
     def broken(ctx, params):
-        ctx.warn("partial read")
+        ctx.warn("partial read of %s" % cx7_env)
         raise RdmaopsError("cannot read https://u:pw@mirror/x", path="/sys/class/infiniband")
 
     monkeypatch.setattr(rdma_facts, "gather", broken)
+    # where the warning ends up depends on ansible-core (result key, or the display once the
+    # process has loaded controller code): record what reaches AnsibleModule.warn instead
+    seen = []
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, warning, **kwargs: seen.append(warning))
     result = call(rdma_facts, {}, capsys)
     assert result["failed"] is True and result["changed"] is False
     assert result["msg"] == "cannot read https://********@mirror/x"
     assert result["path"] == "/sys/class/infiniband"
-    assert "partial read" in json.dumps(result["warnings"])  # the warning's shape depends on ansible-core
+    assert seen == ["partial read of %s" % cx7_env]
