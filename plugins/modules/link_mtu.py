@@ -38,6 +38,10 @@ description:
     When none does, an ifupdown stanza is added on hosts that use ifupdown (and no NetworkManager, networkd or
     netplan); anywhere else the module fails and says what it checked, because a new profile in a network manager
     would hand it the link and drop the addresses it did not set.
+  - The drop-ins this module writes whole (C(/etc/netplan/90-rdmaops-<id>.yaml), C(<file>.network.d/90-rdmaops-mtu.conf))
+    carry a C(Managed by rdmaops.roce) line; one at that path without it is left alone unless O(adopt=true). Files in
+    which only the MTU is edited (an C(iface) stanza, an ifcfg file, a NetworkManager keyfile) are the user's and
+    are edited in place, every other byte kept.
   - A configuration shared with other links (a netplan C(match) or a .network file that selects several
     existing links) is refused, because its MTU would change all of them.
   - "The management path is protected: the interface holding the server address of this SSH connection
@@ -49,8 +53,13 @@ description:
     leaves through the same interface, and that no default route was lost; it fails when any of these differ.
     Re-test the connection itself afterwards, for example with M(ansible.builtin.wait_for_connection)."
   - The result is re-read after the change (the kernel's MTU of every device changed, and the configuration's
-    effective value); any difference fails with what differs. A netplan drop-in that C(netplan generate)
-    rejects is removed again before failing.
+    effective value); any difference fails with what differs.
+  - "Failures tell what stayed: when a change or an activation command fails part-way, what can be undone is
+    undone (the old live MTU set again, files put back, a NetworkManager profile given its old value). A
+    configuration that C(netplan generate) rejects is rolled back entirely: the files and the live MTU. The
+    failed result then has C(changed=false), or C(changed=true) with C(applied) naming what stayed applied
+    (for example after C(networkctl reload) failed, which validates nothing); C(rolled_back) and C(not_applied)
+    name the rest."
 author:
   - rdmaops developers (@rdmaops)
 options:
@@ -100,6 +109,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.owned_files
 requirements:
   - C(ip) from iproute2 on the managed host.
   - For netplan, PyYAML importable by the module's Python (netplan itself depends on it) and C(netplan).
@@ -201,6 +211,27 @@ commands:
   type: list
   elements: str
   sample: ["ip link set dev ens1f0np0 mtu 9000", "netplan generate", "networkctl reload"]
+steps:
+  description: The activation commands run (or, in check mode, to be run) after the changes, when there are any.
+  returned: when something changes
+  type: list
+  elements: str
+  sample: ["netplan generate", "networkctl reload"]
+applied:
+  description: On failure, the changes that stayed applied (then C(changed) is true).
+  returned: failure while applying
+  type: list
+  elements: str
+rolled_back:
+  description: On failure, the changes that were undone again.
+  returned: failure while applying
+  type: list
+  elements: str
+not_applied:
+  description: On failure, the changes never reached.
+  returned: failure while applying
+  type: list
+  elements: str
 management:
   description:
     - C(interfaces) - the detected management interfaces, each with why; C(protected) - those and every
@@ -213,9 +244,8 @@ management:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError, CommandRunner, ToolNotFound, fail_from_error
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu, MtuError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
 
 
 def main():
@@ -228,21 +258,11 @@ def main():
             allow_management_change=dict(type="bool", default=False),
             management_interfaces=dict(type="list", elements="str", default=[]),
             raise_lower=dict(type="bool", default=True),
+            adopt=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
-    job = LinkMtu(HostRoot(), CommandRunner(module), module.params, check_mode=module.check_mode, diff_mode=module._diff)
-    try:
-        result = job.run()
-    except MtuError as exc:
-        for warning in job.warnings:
-            module.warn(warning)
-        module.fail_json(msg=str(exc), commands=job.commands, **exc.details)
-    except (CommandError, ToolNotFound) as exc:
-        fail_from_error(module, exc, commands=job.commands)
-    for warning in result.pop("warnings"):
-        module.warn(warning)
-    module.exit_json(**result)
+    run_module(module, LinkMtu)
 
 
 if __name__ == "__main__":

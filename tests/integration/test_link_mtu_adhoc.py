@@ -91,3 +91,37 @@ def test_management_nic_is_refused(lab_tree):
     assert result["msg"].startswith("refusing to change the MTU of ens3")
     assert result["management"]["interfaces"]["ens3"][0] == "holds 10.0.2.15, the address this SSH connection came in on"
     assert host.sys_mtu("ens3") == 1500 and not (bindir / "ip.log").exists()
+
+
+def test_a_symlinked_interfaces_file_with_latin1_bytes(lab_tree):
+    # /etc/network/interfaces is a link into a directory the site manages, and has a Latin-1 comment:
+    # the MTU lands in the link's target, the link stays a link, every other byte stays as it was,
+    # and the diff that ansible prints (JSON) shows the bytes without failing on them.
+    host, bindir, env = lab_tree
+    original = b"# R\xe9seau de gestion\n" + host.read("/etc/network/interfaces").encode()
+    os.unlink(host.path("/etc/network/interfaces"))
+    os.makedirs(host.path("/srv/net"))
+    with open(host.path("/srv/net/interfaces"), "wb") as handle:
+        handle.write(original)
+    os.symlink("../../srv/net/interfaces", host.path("/etc/network/interfaces"))
+
+    check = adhoc("interface=ens4 mtu=9000", env, check=True, diff=True)
+    assert check["changed"] is True and not check.get("failed")
+    assert check["diff"][1]["before"].startswith("# R\ufffdseau de gestion\n")
+
+    applied = adhoc("interface=ens4 mtu=9000", env)
+    assert applied["changed"] is True and not applied.get("failed")
+    assert os.path.islink(host.path("/etc/network/interfaces"))
+    with open(host.path("/srv/net/interfaces"), "rb") as handle:
+        data = handle.read()
+    assert data.startswith(original) and b"iface ens4 inet manual\n    mtu 9000\n" in data
+    assert adhoc("interface=ens4 mtu=9000", env)["changed"] is False
+
+
+def test_a_name_the_kernel_refuses_fails_before_any_tool_runs(lab_tree):
+    host, bindir, env = lab_tree
+    result = adhoc("interface=ens4:1 mtu=9000", env)
+    assert result["failed"] is True and result["changed"] is False
+    assert result["msg"].startswith("interface='ens4:1' is not a kernel interface name")
+    assert result["option"] == "interface"
+    assert not (bindir / "ip.log").exists()

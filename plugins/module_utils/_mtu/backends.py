@@ -29,7 +29,9 @@ import os
 import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import MARKER_BEGIN, MARKER_END, merge_block, read_text, write_atomic
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import MARKER_BEGIN, MARKER_END, merge_block, read_text
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import int_or_none
 
 try:
     import yaml
@@ -43,8 +45,10 @@ BACKENDS = ("netplan", "networkmanager", "networkd", "ifupdown", "ifcfg")
 DROPIN_PREFIX = "90-rdmaops"
 
 
-class BackendError(Exception):
-    """A configuration problem the user must resolve; the message says how."""
+# A configuration the module must not change as it is (shared with other links, overridden by a
+# later file, rejected by its own tool): the collection's RefusedError, under the name the backends
+# used before the one error family.  Transitional: new code raises RefusedError itself.
+BackendError = RefusedError
 
 
 class Config:
@@ -74,7 +78,8 @@ class Context:
         self.links = links
         self.notes = []
         self._cache = {}
-        self.staged = {}  # path -> dict(original, text, mode, descriptions), in planning order
+        self.staged = {}  # path -> dict(text, mode, whole, descriptions), in planning order
+        self.commands = []  # the commands that changed or activated something, as people read them
 
     def read(self, path):
         """A configuration file as planned so far: staged edits first, else the file on the host."""
@@ -82,21 +87,29 @@ class Context:
             return self.staged[path]["text"]
         return read_text(self.host, path)
 
-    def stage(self, path, text, mode, description):
-        """Plan ``path`` to hold ``text``; several edits of one file build on each other."""
+    def stage(self, path, text, mode, description, whole=False):
+        """Plan ``path`` to hold ``text``; several edits of one file build on each other.
+
+        ``whole``: the file is a drop-in of ours (written whole), refused when it exists without
+        our marker unless adopted; otherwise it is a user's file of which one line is edited.
+        """
         entry = self.staged.get(path)
         if entry is None:
-            entry = self.staged[path] = dict(original=read_text(self.host, path), text=None, mode=mode, descriptions=[])
+            entry = self.staged[path] = dict(text=None, mode=mode, whole=whole, descriptions=[])
         entry["text"] = text
+        entry["whole"] = entry["whole"] or whole
         entry["descriptions"].append(description)
 
-    def add_to_plan(self, plan):
-        """One change per file staged, its diff from the file on the host to the final text."""
+    def plan_files(self, plan, adopt=False):
+        """One :meth:`Plan.file` change per file staged (atomic, symlinks kept, restored on failure)."""
         for path, entry in self.staged.items():
-            def action(path=path, entry=entry):
-                write_atomic(self.host, path, entry["text"], mode=entry["mode"], makedirs=True)
+            plan.file(self.host, path, entry["text"], mode=entry["mode"], description="; ".join(entry["descriptions"]),
+                      key=path, adopt=adopt or not entry["whole"])
 
-            plan.add(path, entry["original"] or "", entry["text"], action, "; ".join(entry["descriptions"]), header=path)
+    def run(self, argv, check=True):
+        """Run a command that changes or activates something; it is reported in ``commands``."""
+        self.commands.append(" ".join(argv))
+        return self.runner.run(argv, check=check)
 
     def cached(self, key, producer):
         if key not in self._cache:
@@ -119,9 +132,9 @@ def command(argv, required=True, validates=False):
     return dict(argv=list(argv), required=required, validates=validates)
 
 
-def _file_change(ctx, path, before, after, mode, description):
+def _file_change(ctx, path, before, after, mode, description, whole=False):
     if before != after:
-        ctx.stage(path, after, mode, description)
+        ctx.stage(path, after, mode, description, whole=whole)
 
 
 class Backend:
@@ -175,7 +188,7 @@ class Netplan(Backend):
 
     def documents(self, replace=None):
         if not HAS_YAML:
-            raise BackendError(
+            raise RdmaopsError(
                 "netplan configuration is present (%s) but PyYAML, which netplan itself depends on, cannot be "
                 "imported by this Python; run the module with the interpreter netplan uses (ansible_python_interpreter)"
                 % ", ".join(self.files())
@@ -197,7 +210,7 @@ class Netplan(Backend):
             try:
                 data = yaml.safe_load(text)
             except yaml.YAMLError as exc:
-                raise BackendError("%s is not valid YAML: %s" % (path, exc))
+                raise RdmaopsError("%s is not valid YAML: %s" % (path, exc), path=path)
             docs.append((path, data))
         return docs
 
@@ -219,7 +232,7 @@ class Netplan(Backend):
             self.note("no definition matches %s" % link["name"])
             return None
         if len(matches) > 1:
-            raise BackendError(
+            raise RefusedError(
                 "more than one netplan definition matches %s (%s); netplan would apply only one of them: "
                 "keep one definition per link"
                 % (link["name"], ", ".join("%s.%s" % (s, i) for s, i, _d in matches))
@@ -231,7 +244,7 @@ class Netplan(Backend):
             if name != link["name"] and fmt.netplan_matches(section, netdef_id, definition, self.ctx.links.info(name))
         ]
         if others:
-            raise BackendError(
+            raise RefusedError(
                 "netplan definition %s.%s (%s) matches %s as well as %s: its MTU would change all of them. Give %s "
                 "a definition of its own (match on its macaddress) and run again"
                 % (section, netdef_id, definition["__files__"][0], ", ".join(others), link["name"], link["name"])
@@ -260,12 +273,13 @@ class Netplan(Backend):
         text = fmt.netplan_dropin(cfg.details["_section"], cfg.details["_id"], mtu, cfg.interface, cfg.details["origin"])
         value, winner = self._effective_with(cfg, {cfg.path: text})
         if value != mtu:
-            raise BackendError(
+            raise RefusedError(
                 "%s sorts after %s and sets mtu %s for %s; netplan would keep that value. Remove the mtu there "
                 "(or set it to %d)" % (winner, cfg.path, value, cfg.details["definition"], mtu)
             )
         before = self.ctx.read(cfg.path)
-        _file_change(self.ctx, cfg.path, before, text, 0o600, "netplan: %s sets mtu %d for %s" % (cfg.path, mtu, cfg.details["definition"]))
+        _file_change(self.ctx, cfg.path, before, text, 0o600, "netplan: %s sets mtu %d for %s" % (cfg.path, mtu, cfg.details["definition"]),
+                     whole=True)
         commands = [command(self._generate(), validates=True)]
         renderer = cfg.details["renderer"]
         if renderer == "networkd" and Networkd(self.ctx).running():
@@ -389,7 +403,7 @@ class NetworkManager(Backend):
                 self,
                 name,
                 profile["filename"] or None,
-                _int_or_none(self._get(profile["uuid"], "802-3-ethernet.mtu")),
+                int_or_none(self._get(profile["uuid"], "802-3-ethernet.mtu")),
                 profile=profile["name"],
                 uuid=profile["uuid"],
                 active=profile["device"] == name,
@@ -413,7 +427,7 @@ class NetworkManager(Backend):
                     self,
                     link["name"],
                     path,
-                    _int_or_none(fmt.ini_get(entries, self.SECTIONS, "mtu")),
+                    int_or_none(fmt.ini_get(entries, self.SECTIONS, "mtu")),
                     profile=fmt.ini_get(entries, ["connection"], "id"),
                     uuid=fmt.ini_get(entries, ["connection"], "uuid"),
                     active=False,
@@ -432,16 +446,18 @@ class NetworkManager(Backend):
             return []
         uuid = cfg.details["uuid"]
 
-        def modify():
-            self.ctx.runner.run(["nmcli", "connection", "modify", uuid, "802-3-ethernet.mtu", str(mtu)])
+        def modify(value):
+            return lambda: self.ctx.run(["nmcli", "connection", "modify", uuid, "802-3-ethernet.mtu", str(value)])
 
         plan.add(
             "networkmanager:%s:802-3-ethernet.mtu" % cfg.details["profile"],
             cfg.mtu if cfg.mtu is not None else "auto",
             mtu,
-            modify,
+            modify(mtu),
             "networkmanager: profile %s (%s) 802-3-ethernet.mtu %s -> %d"
             % (cfg.details["profile"], uuid, cfg.mtu if cfg.mtu is not None else "auto", mtu),
+            # the old value again (0 is nmcli's "auto"): the profile is as it was
+            undo=modify(cfg.mtu if cfg.mtu is not None else 0),
         )
         if cfg.details["active"]:
             # Best effort: the live MTU is already set with ip; this keeps NetworkManager's
@@ -451,8 +467,8 @@ class NetworkManager(Backend):
 
     def effective(self, cfg):
         if cfg.details["mode"] == "keyfile":
-            return _int_or_none(fmt.ini_get(fmt.parse_ini(self.ctx.read(cfg.path) or ""), self.SECTIONS, "mtu"))
-        return _int_or_none(self._get(cfg.details["uuid"], "802-3-ethernet.mtu"))
+            return int_or_none(fmt.ini_get(fmt.parse_ini(self.ctx.read(cfg.path) or ""), self.SECTIONS, "mtu"))
+        return int_or_none(self._get(cfg.details["uuid"], "802-3-ethernet.mtu"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,7 +515,7 @@ class Networkd(Backend):
             if result is None and not strict:
                 continue
             if result is None:
-                raise BackendError(
+                raise RefusedError(
                     "%s matches links on keys this module cannot evaluate from sysfs; tell it which backend to use "
                     "(backend: networkd) only after checking that this file configures %s" % (path, link["name"])
                 )
@@ -530,7 +546,7 @@ class Networkd(Backend):
             if name != link["name"] and self._first_match(self.ctx.links.info(name), networks, strict=False) == path:
                 others.append(name)
         if others:
-            raise BackendError(
+            raise RefusedError(
                 "%s configures %s as well as %s: an MTU there would change all of them. Give %s a .network file "
                 "of its own and run again" % (path, ", ".join(others), link["name"], link["name"])
             )
@@ -562,11 +578,11 @@ class Networkd(Backend):
         text = "# Managed by rdmaops.roce (link_mtu): the MTU of %s.\n[Link]\nMTUBytes=%d\n" % (cfg.interface, mtu)
         value, winner = self._effective_with(cfg.details["network_file"], {cfg.path: text})
         if value != mtu:
-            raise BackendError(
+            raise RefusedError(
                 "%s sorts after %s and sets MTUBytes=%s; networkd would keep that value. Remove it there" % (winner, cfg.path, value)
             )
         before = self.ctx.read(cfg.path)
-        _file_change(self.ctx, cfg.path, before, text, 0o644, "networkd: %s sets MTUBytes=%d" % (cfg.path, mtu))
+        _file_change(self.ctx, cfg.path, before, text, 0o644, "networkd: %s sets MTUBytes=%d" % (cfg.path, mtu), whole=True)
         return [command(["networkctl", "reload"])] if self.running() else []
 
     def effective(self, cfg):
@@ -766,7 +782,7 @@ class Ifcfg(Backend):
             if device == name or (path == direct and not device) or (
                 not device and hwaddr and link.get("mac") and hwaddr.lower() == link["mac"].lower()
             ):
-                return Config(self, name, path, _int_or_none(values.get("MTU")))
+                return Config(self, name, path, int_or_none(values.get("MTU")))
         self.note("no ifcfg file for %s in %s" % (name, self.DIR))
         return None
 
@@ -778,14 +794,14 @@ class Ifcfg(Backend):
         return []
 
     def effective(self, cfg):
-        return _int_or_none(fmt.parse_ifcfg(self.ctx.read(cfg.path) or "").get("MTU"))
+        return int_or_none(fmt.parse_ifcfg(self.ctx.read(cfg.path) or "").get("MTU"))
 
 
 CLASSES = dict(netplan=Netplan, networkmanager=NetworkManager, networkd=Networkd, ifupdown=Ifupdown, ifcfg=Ifcfg)
 
 
 def detect(ctx, link, backend="auto"):
-    """The :class:`Config` that persists ``link``'s MTU, or raise :class:`BackendError`.
+    """The :class:`Config` that persists ``link``'s MTU, or raise an error of the collection's family.
 
     ``backend`` names one system, or ``auto``: the first of netplan, NetworkManager
     (running), systemd-networkd, ifupdown, ifcfg, NetworkManager keyfile (not running) that
@@ -799,9 +815,10 @@ def detect(ctx, link, backend="auto"):
         if cfg is None:
             cfg = impl.create(link)
         if cfg is None:
-            raise BackendError(
+            raise InputError(
                 "backend %s does not configure %s on this host (%s). Configure the link there first (with its "
-                "addresses), or use backend: auto" % (backend, link["name"], "; ".join(ctx.notes))
+                "addresses), or use backend: auto" % (backend, link["name"], "; ".join(ctx.notes)),
+                option="backend",
             )
         return cfg
     for name in BACKENDS:
@@ -816,16 +833,9 @@ def detect(ctx, link, backend="auto"):
         cfg = Ifupdown(ctx).create(link)
         if cfg is not None:
             return cfg
-    raise BackendError(
+    raise RefusedError(
         "nothing configures %s persistently on this host, and adding it to a network manager that does not "
         "know it yet would let that manager take the link over (and drop addresses it did not set). "
         "Checked: %s. Configure the link in the host's network configuration first, or use backend: runtime"
         % (link["name"], "; ".join(ctx.notes))
     )
-
-
-def _int_or_none(value):
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        return None

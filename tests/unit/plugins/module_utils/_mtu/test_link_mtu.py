@@ -9,9 +9,13 @@ import pytest
 
 from linkhost import LinkHost
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, execute
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RefusedError, VerifyError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import ApplyError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError, CommandRunner
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu, MtuError, ssh_connection
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import ssh_connection
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "fixtures", "netconf")
 SSH = {"SSH_CONNECTION": "10.0.2.2 51234 10.0.2.15 22"}
@@ -23,12 +27,22 @@ def fixture(name):
         return handle.read()
 
 
-def run(host, check=False, environ=None, **params):
-    args = dict(persist=True, backend="auto", allow_management_change=False, management_interfaces=[], raise_lower=True)
+def engine(host, check=False, environ=None, **params):
+    args = dict(persist=True, backend="auto", allow_management_change=False, management_interfaces=[], raise_lower=True,
+                adopt=False)
     args.update(params)
-    job = LinkMtu(HostRoot(host.root), CommandRunner(host.module()), args, check_mode=check, diff_mode=True,
-                  environ=SSH if environ is None else environ)
-    return job.run()
+    module = host.module(check_mode=check)
+    ctx = Context(module, host=HostRoot(host.root), runner=CommandRunner(module))
+    ctx.diff_mode = True
+    return LinkMtu(ctx, args, environ=SSH if environ is None else environ)
+
+
+def run(host, check=False, environ=None, **params):
+    """The engine's result; its errors are raised.  ``warnings`` as Ansible reports module.warn()."""
+    job = engine(host, check=check, environ=environ, **params)
+    result, _plan = execute(job)
+    result["warnings"] = list(job.ctx.warnings)
+    return result
 
 
 def snapshot(host):
@@ -205,7 +219,7 @@ def test_a_template_ifupdown_cannot_resolve_is_refused(tmp_path):
     # the template comes after the stanza: "unknown iface to inherit from", ifupdown stops reading there
     text = "iface ens4 inet static inherits roce-link\n    address 198.18.0.11/24\n\niface roce-link inet manual\n    mtu 4200\n"
     host.file("/etc/network/interfaces", text)
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(host, interface="ens4", mtu=9000, environ={})
     assert "ifupdown cannot read /etc/network/interfaces: /etc/network/interfaces:1: unknown iface to inherit from: roce-link (inet)" in str(err.value)
     assert host.read("/etc/network/interfaces") == text
@@ -213,7 +227,7 @@ def test_a_template_ifupdown_cannot_resolve_is_refused(tmp_path):
     host.file("/etc/network/interfaces", "source-directory interfaces.d\n")
     host.file("/etc/network/interfaces.d/fabric", "iface ens4 inet6 manual inherits roce-link\n\niface ens4 inet manual\n")
     host.file("/etc/network/interfaces.d/aa-templates", "iface roce-link inet manual\n    mtu 4200\n")
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(host, interface="ens4", mtu=9000, environ={})
     assert "ifupdown rejects the stanza of ens4 at /etc/network/interfaces.d/fabric:1: unknown iface to inherit from: roce-link (inet6)" in str(err.value)
 
@@ -221,7 +235,7 @@ def test_a_template_ifupdown_cannot_resolve_is_refused(tmp_path):
 # -- the management path -------------------------------------------------------------------
 def test_management_interface_is_refused_before_anything_changes(lab):
     before = snapshot(lab)
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(lab, interface="ens3", mtu=9000)
     msg = str(err.value)
     assert msg.startswith("refusing to change the MTU of ens3: it is on the path that carries the Ansible connection")
@@ -230,12 +244,12 @@ def test_management_interface_is_refused_before_anything_changes(lab):
     assert err.value.details["management"]["change"] is True
     assert snapshot(lab) == before and sets(lab) == []
     # check mode refuses the same way
-    with pytest.raises(MtuError):
+    with pytest.raises(RefusedError):
         run(lab, check=True, interface="ens3", mtu=9000)
 
 
 def test_default_route_alone_protects_an_interface(lab):
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(lab, interface="ens3", mtu=9000, environ={})
     assert "ens3 carries an IPv4 default route" in str(err.value)
 
@@ -244,14 +258,14 @@ def test_each_default_route_family_is_named_once(lab):
     # as on the lab VMs: an IPv4 default route and an IPv6 one learnt from a router advertisement,
     # plus a second IPv4 default route with another metric
     lab.default_routes += [("inet6", "fe80::2", "ens3"), ("inet", "10.0.2.3", "ens3")]
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(lab, interface="ens3", mtu=9000, environ={})
     reasons = err.value.details["management"]["interfaces"]["ens3"]
     assert reasons == ["carries an IPv4 default route", "carries an IPv6 default route"]
 
 
 def test_named_management_interfaces_are_protected_too(lab):
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(lab, interface="ens4", mtu=9000, management_interfaces=["ens4"])
     assert "named in management_interfaces" in str(err.value)
 
@@ -290,7 +304,7 @@ def test_retest_fails_when_the_connection_address_is_gone(lab):
         return answer
 
     lab._ip_set_mtu = losing_address
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(VerifyError) as err:
         run(lab, interface="ens3", mtu=9000, allow_management_change=True)
     assert str(err.value).startswith("connectivity re-test failed after the management change: ")
     assert "the connection's address 10.0.2.15 moved from ens3 to None" in str(err.value)
@@ -376,7 +390,7 @@ def test_vlan_on_a_bond_raises_members_then_bond_then_vlan(bonded):
 
 def test_a_child_never_exceeds_its_parent_when_raising_is_not_allowed(bonded):
     before = snapshot(bonded)
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(bonded, interface="bond0.100", mtu=9000, environ=BOND_ENV, raise_lower=False)
     assert str(err.value).startswith("bond0.100 sits on ens1f0np0, whose MTU is 1500: a link cannot exceed the device below it")
     assert snapshot(bonded) == before
@@ -384,7 +398,7 @@ def test_a_child_never_exceeds_its_parent_when_raising_is_not_allowed(bonded):
 
 def test_vlan_over_a_management_bond_is_refused(bonded):
     bonded.default_routes = [("inet", "192.168.100.1", "bond0")]
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(bonded, interface="bond0.100", mtu=9000, environ={})
     msg = str(err.value)
     assert "refusing to change the MTU of bond0, ens1f0np0, ens1f1np1" in msg
@@ -404,7 +418,7 @@ def test_lowering_a_bond_warns_about_the_vlan_the_kernel_lowers(bonded):
 
 def test_driver_maximum_is_checked_before_anything_changes(bonded):
     bonded.links["ens1f1np1"]["max_mtu"] = 4200
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(InputError) as err:
         run(bonded, interface="bond0.100", mtu=9000, environ=BOND_ENV)
     assert str(err.value) == "ens1f1np1 accepts an MTU of at most 4200 (its driver's max_mtu), not 9000"
     assert sets(bonded) == []
@@ -412,24 +426,26 @@ def test_driver_maximum_is_checked_before_anything_changes(bonded):
 
 def test_a_kernel_that_does_not_take_the_value_fails_the_module(lab):
     lab._ip_set_mtu = lambda name, mtu: (0, "", "")  # accepted, but nothing changes
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(VerifyError) as err:
         run(lab, interface="ens4", mtu=9000)
     assert "the kernel reports ens4 at MTU 1500 after setting 9000" in str(err.value)
 
 
 def test_a_kernel_error_is_reported_with_the_command(lab):
     lab.fail["ip link set dev ens4"] = (2, "Error: mtu greater than device maximum.\n")
-    with pytest.raises(CommandError) as err:
+    with pytest.raises(ApplyError) as err:
         run(lab, interface="ens4", mtu=9000)
-    assert err.value.result.stderr == "Error: mtu greater than device maximum.\n"
+    assert isinstance(err.value.cause, CommandError)
+    assert err.value.cause.result.stderr == "Error: mtu greater than device maximum.\n"
+    assert err.value.details["stderr"] == "Error: mtu greater than device maximum.\n"
 
 
 def test_unknown_interface_and_bad_values(lab):
-    with pytest.raises(MtuError, match="interface ens9 does not exist on this host; links: ens3, ens4"):
+    with pytest.raises(InputError, match="interface ens9 does not exist on this host; links: ens3, ens4"):
         run(lab, interface="ens9", mtu=9000)
-    with pytest.raises(MtuError, match="mtu=70000 is out of range"):
+    with pytest.raises(InputError, match="mtu=70000 is out of range"):
         run(lab, interface="ens4", mtu=70000)
-    with pytest.raises(MtuError, match="is not a kernel interface name"):
+    with pytest.raises(InputError, match="is not a kernel interface name"):
         run(lab, interface="../ens4", mtu=9000)
 
 
@@ -469,7 +485,7 @@ def test_netplan_dropin_for_a_match_definition(netplan):
 
 def test_netplan_generate_failure_restores_the_files(netplan):
     netplan.fail["netplan generate"] = (1, fixture("netplan-generate-error.txt"))
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(ApplyError) as err:
         run(netplan, interface="veth-b", mtu=9000, environ={})
     assert "rejected the configuration, so the files were restored" in str(err.value)
     assert "invalid unsigned int value 'jumbo'" in str(err.value)
@@ -478,7 +494,7 @@ def test_netplan_generate_failure_restores_the_files(netplan):
 
 def test_netplan_later_file_that_overrides_us_is_refused(netplan):
     netplan.file("/etc/netplan/99-local.yaml", "network:\n  ethernets:\n    fabric0:\n      mtu: 1500\n", mode=0o600)
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(netplan, interface="veth-b", mtu=9000, environ={})
     assert str(err.value).startswith("/etc/netplan/99-local.yaml sorts after /etc/netplan/90-rdmaops-fabric0.yaml and sets mtu 1500")
 
@@ -486,7 +502,7 @@ def test_netplan_later_file_that_overrides_us_is_refused(netplan):
 def test_netplan_definition_shared_with_other_links_is_refused(tmp_path):
     host = LinkHost(tmp_path).link("ens1f0np0").link("ens1f1np1").materialize()
     host.file("/etc/netplan/10-rdma.yaml", "network:\n  ethernets:\n    rdma:\n      match:\n        name: ens1f*\n      dhcp4: true\n")
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(host, interface="ens1f0np0", mtu=9000, environ={})
     assert "netplan definition ethernets.rdma (/etc/netplan/10-rdma.yaml) matches ens1f1np1 as well as ens1f0np0" in str(err.value)
 
@@ -549,7 +565,7 @@ def test_networkmanager_external_and_unmanaged_devices_are_not_its_own(tmp_path)
     host = nm_host(tmp_path)
     # eth0 is "connected (externally)": NetworkManager only mirrors what someone else set up.
     host.default_routes = []
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(host, interface="eth0", mtu=9000, environ={})
     assert "NetworkManager runs but does not manage eth0 (device state connected (externally))" in str(err.value)
     assert "adding it to a network manager that does not know it yet" in str(err.value)
@@ -602,14 +618,14 @@ def test_networkd_dropin_for_the_file_networkd_applied(tmp_path):
 def test_networkd_later_dropin_wins_and_is_reported(tmp_path):
     host = networkd_host(tmp_path)
     host.file("/etc/systemd/network/30-fabric.network.d/99-local.conf", "[Link]\nMTUBytes=1500\n")
-    with pytest.raises(MtuError, match="99-local.conf sorts after .*90-rdmaops-mtu.conf and sets MTUBytes=1500"):
+    with pytest.raises(RefusedError, match="99-local.conf sorts after .*90-rdmaops-mtu.conf and sets MTUBytes=1500"):
         run(host, interface="veth-d", mtu=9000, environ={})
 
 
 def test_networkd_file_shared_by_several_links_is_refused(tmp_path):
     host = networkd_host(tmp_path)
     host.file("/etc/systemd/network/30-fabric.network", "[Match]\nName=veth-*\n\n[Network]\nDHCP=yes\n")
-    with pytest.raises(MtuError, match="30-fabric.network configures veth-c as well as veth-d"):
+    with pytest.raises(RefusedError, match="30-fabric.network configures veth-c as well as veth-d"):
         run(host, interface="veth-d", mtu=9000, environ={})
 
 
@@ -626,7 +642,7 @@ def test_ifcfg_line_is_added(tmp_path):
 # -- detection -----------------------------------------------------------------------------
 def test_nothing_configures_the_link_and_no_ifupdown_means_a_clear_refusal(tmp_path):
     host = LinkHost(tmp_path).link("eth0").link("ens4").materialize()
-    with pytest.raises(MtuError) as err:
+    with pytest.raises(RefusedError) as err:
         run(host, interface="ens4", mtu=9000, environ={})
     msg = str(err.value)
     assert msg.startswith("nothing configures ens4 persistently on this host")
@@ -637,21 +653,21 @@ def test_nothing_configures_the_link_and_no_ifupdown_means_a_clear_refusal(tmp_p
 
 
 def test_named_backend_that_does_not_configure_the_link_fails(lab):
-    with pytest.raises(MtuError, match="backend networkd does not configure ens4 on this host"):
+    with pytest.raises(InputError, match="backend networkd does not configure ens4 on this host"):
         run(lab, interface="ens4", mtu=9000, backend="networkd")
 
 
 def test_netplan_wins_over_the_networkd_file_it_rendered(netplan):
     netplan.file("/run/systemd/network/10-netplan-fabric0.network", fixture("10-netplan-fabric0.network"))
     assert run(netplan, check=True, interface="veth-b", mtu=9000, environ={})["backend"] == "netplan"
-    with pytest.raises(MtuError, match="10-netplan-fabric0.network is rendered by netplan"):
+    with pytest.raises(InputError, match="10-netplan-fabric0.network is rendered by netplan"):
         run(netplan, check=True, interface="veth-b", mtu=9000, environ={}, backend="networkd")
 
 
 def test_the_management_refusal_comes_before_any_configuration_question(tmp_path):
     host = LinkHost(tmp_path).link("eth0", addrs=["10.88.0.10/16"]).materialize()
     host.default_routes = [("inet", "10.88.0.1", "eth0")]
-    with pytest.raises(MtuError, match="^refusing to change the MTU of eth0: .*eth0 carries an IPv4 default route"):
+    with pytest.raises(RefusedError, match="^refusing to change the MTU of eth0: .*eth0 carries an IPv4 default route"):
         run(host, interface="eth0", mtu=9000, environ={})
 
 
@@ -678,3 +694,214 @@ def test_a_failed_reapply_is_a_warning_because_the_live_mtu_is_set_already(tmp_p
         "nmcli device modify veth-b 802-3-ethernet.mtu 9000 failed (rc 1: Error: Reapplying connection to device 'veth-b' "
         "failed: Can't reapply changes.); the live MTU was set with ip already"
     ]
+
+
+# -- the module on the engine runner: failures that tell what stayed --------------------------
+class Exited(Exception):
+    def __init__(self, result):
+        super(Exited, self).__init__(result)
+        self.result = result
+
+
+class AnsibleModuleStub:
+    """What run_module needs from AnsibleModule, over a LinkHost's tools."""
+
+    def __init__(self, host, params, check_mode=False):
+        self.fake = host.module(check_mode=check_mode)
+        self.params = params
+        self.check_mode = check_mode
+        self._diff = True
+        self.warnings = []
+
+    def get_bin_path(self, tool):
+        return self.fake.get_bin_path(tool)
+
+    def run_command(self, argv, **kwargs):
+        return self.fake.run_command(argv, **kwargs)
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+    def exit_json(self, **result):
+        raise Exited(result)
+
+    def fail_json(self, **result):
+        result["failed"] = True
+        raise Exited(result)
+
+
+def module_result(host, check=False, environ=None, **params):
+    """What ``rdmaops.roce.link_mtu`` returns (run_module, the one runner every module uses)."""
+    from functools import partial
+
+    from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+
+    args = dict(persist=True, backend="auto", allow_management_change=False, management_interfaces=[], raise_lower=True,
+                adopt=False)
+    args.update(params)
+    module = AnsibleModuleStub(host, args, check_mode=check)
+    ctx = Context(module, host=HostRoot(host.root), runner=CommandRunner(module))
+    with pytest.raises(Exited) as done:
+        run_module(module, partial(LinkMtu, environ=SSH if environ is None else environ), ctx=ctx)
+    return done.value.result
+
+
+def test_netplan_generate_failure_rolls_back_the_files_and_the_live_mtu(netplan):
+    # Once: the files were restored but the live MTU stayed at 9000 (and the result did not say so).
+    netplan.fail["netplan generate"] = (1, fixture("netplan-generate-error.txt"))
+    result = module_result(netplan, interface="veth-b", mtu=9000, environ={})
+    assert result["failed"] is True and result["changed"] is False
+    assert "rejected the configuration, so the files were restored" in result["msg"]
+    assert result["rolled_back"] == [
+        "netplan: /etc/netplan/90-rdmaops-fabric0.yaml sets mtu 9000 for ethernets.fabric0",
+        "runtime: ip link set dev veth-b mtu 9000 (was 1500)",
+    ]
+    assert result["applied"] == [] and result["not_applied"] == []
+    assert netplan.sys_mtu("veth-b") == 1500
+    assert not netplan.exists("/etc/netplan/90-rdmaops-fabric0.yaml")
+    assert sets(netplan) == ["ip link set dev veth-b mtu 9000", "ip link set dev veth-b mtu 1500"]
+    assert result["commands"] == [
+        "ip link set dev veth-b mtu 9000", "netplan generate --root-dir %s" % netplan.root, "ip link set dev veth-b mtu 1500",
+    ]
+    assert result["after"]["runtime"] == {"veth-b": 1500} and result["after"]["persistent"] == {"veth-b": None}
+
+
+def test_what_cannot_be_undone_is_reported_as_changed_with_what_stayed(bonded):
+    # raising bond0.100: the members, the bond, then the VLAN, which the kernel refuses; setting the bond
+    # back fails too, so the bond stays at 9000 and the module says so.
+    bonded.fail["ip link set dev bond0.100 mtu 9000"] = (2, "RTNETLINK answers: Numerical result out of range\n")
+    bonded.fail["ip link set dev bond0 mtu 1500"] = (2, "RTNETLINK answers: Device or resource busy\n")
+    result = module_result(bonded, interface="bond0.100", mtu=9000, environ=BOND_ENV)
+    assert result["failed"] is True and result["changed"] is True
+    assert result["applied"] == ["runtime: ip link set dev bond0 mtu 9000 (was 1500), below bond0.100"]
+    assert result["rolled_back"] == [
+        "runtime: ip link set dev ens1f1np1 mtu 9000 (was 1500), below bond0.100",
+        "runtime: ip link set dev ens1f0np0 mtu 9000 (was 1500), below bond0.100",
+    ]
+    assert result["not_applied"] == [
+        "runtime: ip link set dev bond0.100 mtu 9000 (was 1500)",
+        "ifupdown: /etc/network/interfaces sets mtu 9000 for bond0.100; ifupdown: /etc/network/interfaces sets mtu 9000 for bond0",
+    ]
+    assert len(result["rollback_failed"]) == 1
+    assert result["rollback_failed"][0].startswith("runtime: ip link set dev bond0 mtu 9000 (was 1500), below bond0.100 (")
+    assert "rolling back also failed for" in result["msg"]
+    assert result["stderr"] == "RTNETLINK answers: Numerical result out of range\n"
+    assert bonded.read("/etc/network/interfaces") == BOND_INTERFACES
+    assert bonded.sys_mtu("bond0") == 9000 and result["after"]["runtime"]["bond0"] == 9000
+
+
+def test_an_activation_that_validates_nothing_leaves_the_changes_and_says_so(tmp_path):
+    host = networkd_host(tmp_path)
+    host.fail["networkctl reload"] = (1, "Failed to reload network settings: Unit dbus-org.freedesktop.network1.service not found.\n")
+    result = module_result(host, interface="veth-d", mtu=9000, environ={})
+    dropin = "/etc/systemd/network/30-fabric.network.d/90-rdmaops-mtu.conf"
+    assert result["failed"] is True and result["changed"] is True
+    assert result["applied"] == ["runtime: ip link set dev veth-d mtu 9000 (was 1500)", "networkd: %s sets MTUBytes=9000" % dropin]
+    assert result["rolled_back"] == [] and result["not_applied"] == []
+    assert host.sys_mtu("veth-d") == 9000 and "MTUBytes=9000" in host.read(dropin)
+
+
+def test_nothing_refused_is_reported_as_changed(lab):
+    result = module_result(lab, interface="ens3", mtu=9000)
+    assert result["failed"] is True and result["changed"] is False
+    assert result["msg"].startswith("refusing to change the MTU of ens3")
+    assert result["after"] == result["before"] == {"runtime": {"ens3": 1500}, "persistent": {}}
+
+
+def test_the_module_result_on_success(lab):
+    result = module_result(lab, interface="ens4", mtu=9000)
+    assert result["changed"] is True and not result.get("failed")
+    assert result["commands"] == ["ip link set dev ens4 mtu 9000"]
+    assert result["management"]["interfaces"] == {
+        "ens3": ["holds 10.0.2.15, the address this SSH connection came in on", "carries the route back to the SSH client 10.0.2.2",
+                 "carries an IPv4 default route"],
+    }
+
+
+# -- names -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["ens4:1", "..", ".", "ens4 ", "a" * 16, "-r", "--help", "ens4\n"])
+def test_interface_names_the_kernel_refuses_are_refused_before_anything_is_read(lab, name):
+    before = list(lab.calls)
+    with pytest.raises(InputError) as err:
+        run(lab, interface=name, mtu=9000)
+    assert err.value.details["option"] == "interface"
+    assert lab.calls == before
+
+
+def test_management_interfaces_are_checked_too(lab):
+    with pytest.raises(InputError, match="management_interfaces="):
+        run(lab, interface="ens4", mtu=9000, management_interfaces=["eth0:1"])
+
+
+# -- files: symlinks, foreign bytes, ownership ---------------------------------------------------
+def _link(host, host_link, host_target):
+    real = host.path(host_link)
+    os.makedirs(os.path.dirname(real), exist_ok=True)
+    os.symlink(os.path.relpath(host.path(host_target), os.path.dirname(real)), real)
+
+
+def test_a_symlinked_configuration_file_is_written_through_and_stays_a_link(tmp_path):
+    host = LinkHost(tmp_path).link("eno1").link("ens1f0np0").materialize()
+    host.file("/srv/conf/ifcfg-ens1f0np0", fixture("ifcfg-ens1f0np0"))
+    _link(host, "/etc/sysconfig/network-scripts/ifcfg-ens1f0np0", "/srv/conf/ifcfg-ens1f0np0")
+    run(host, interface="ens1f0np0", mtu=9000, environ={})
+    assert os.path.islink(host.path("/etc/sysconfig/network-scripts/ifcfg-ens1f0np0"))
+    assert host.read("/srv/conf/ifcfg-ens1f0np0") == fixture("ifcfg-ens1f0np0") + "MTU=9000\n"
+
+
+def test_a_symlinked_netplan_dropin_is_updated_through_the_link_and_restored_through_it(netplan):
+    old = (
+        "# Managed by rdmaops.roce (link_mtu): the MTU of veth-b.\nnetwork:\n  version: 2\n  ethernets:\n    fabric0:\n      mtu: 4200\n"
+    )
+    netplan.file("/srv/conf/90-rdmaops-fabric0.yaml", old, mode=0o600)
+    _link(netplan, "/etc/netplan/90-rdmaops-fabric0.yaml", "/srv/conf/90-rdmaops-fabric0.yaml")
+    link = netplan.path("/etc/netplan/90-rdmaops-fabric0.yaml")
+    netplan.fail["netplan generate"] = (1, "boom\n")
+    result = module_result(netplan, interface="veth-b", mtu=9000, environ={})
+    assert result["failed"] is True and result["changed"] is False
+    assert os.path.islink(link) and netplan.read("/srv/conf/90-rdmaops-fabric0.yaml") == old
+    del netplan.fail["netplan generate"]
+    result = run(netplan, interface="veth-b", mtu=9000, environ={})
+    assert result["before"]["persistent"] == {"veth-b": 4200} and result["after"]["persistent"] == {"veth-b": 9000}
+    assert os.path.islink(link)
+    assert netplan.read("/srv/conf/90-rdmaops-fabric0.yaml").endswith("    fabric0:\n      mtu: 9000\n")
+    assert netplan.mode("/srv/conf/90-rdmaops-fabric0.yaml") == 0o600
+
+
+def _bytes(host, host_path):
+    with open(host.path(host_path), "rb") as handle:
+        return handle.read()
+
+
+def _write_bytes(host, host_path, data):
+    os.makedirs(os.path.dirname(host.path(host_path)), exist_ok=True)
+    with open(host.path(host_path), "wb") as handle:
+        handle.write(data)
+
+
+def test_latin1_bytes_in_an_ifcfg_file_survive_byte_for_byte(tmp_path):
+    host = LinkHost(tmp_path).link("eno1").link("ens1f0np0").materialize()
+    original = b"# Ger\xe4t der Fabrik (Latin-1)\n" + fixture("ifcfg-ens1f0np0").encode()
+    _write_bytes(host, "/etc/sysconfig/network-scripts/ifcfg-ens1f0np0", original)
+    result = run(host, interface="ens1f0np0", mtu=9000, environ={})
+    assert _bytes(host, "/etc/sysconfig/network-scripts/ifcfg-ens1f0np0") == original + b"MTU=9000\n"
+    assert "# Ger\ufffdt der Fabrik (Latin-1)" in result["diff"][1]["after"]  # shown, never raw
+    assert run(host, interface="ens1f0np0", mtu=9000, environ={})["changed"] is False
+
+
+def test_latin1_bytes_in_the_interfaces_file_survive_byte_for_byte(lab):
+    original = b"# R\xe9seau de gestion\n" + LAB_INTERFACES.encode()
+    _write_bytes(lab, "/etc/network/interfaces", original)
+    run(lab, interface="ens4", mtu=9000)
+    data = _bytes(lab, "/etc/network/interfaces")
+    assert data.startswith(original) and b"iface ens4 inet manual\n    mtu 9000\n" in data
+
+
+def test_a_dropin_path_holding_a_file_we_did_not_write_is_left_alone_unless_adopted(netplan):
+    mine = "network:\n  version: 2\n  ethernets:\n    fabric0:\n      mtu: 1500\n"
+    netplan.file("/etc/netplan/90-rdmaops-fabric0.yaml", mine, mode=0o600)
+    with pytest.raises(RefusedError, match="was not written by rdmaops.roce"):
+        run(netplan, interface="veth-b", mtu=9000, environ={})
+    assert netplan.read("/etc/netplan/90-rdmaops-fabric0.yaml") == mine and sets(netplan) == []
+    run(netplan, interface="veth-b", mtu=9000, environ={}, adopt=True)
+    assert "Managed by rdmaops.roce" in netplan.read("/etc/netplan/90-rdmaops-fabric0.yaml")
