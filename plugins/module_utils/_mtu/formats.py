@@ -23,6 +23,8 @@ __metaclass__ = type
 import fnmatch
 import re
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import int_or_none as _int_or_none
+
 # --------------------------------------------------------------------------------------------
 # ifupdown
 # --------------------------------------------------------------------------------------------
@@ -759,10 +761,3 @@ def _yaml_key(value):
     if re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$", value) and value.lower() not in ("yes", "no", "true", "false", "null", "on", "off"):
         return value
     return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _int_or_none(value):
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
