@@ -206,7 +206,9 @@ changes:
     - "runtime: ip link set dev bond0.100 mtu 9000 (was 1500)"
     - "ifupdown: /etc/network/interfaces sets mtu 9000 for bond0.100"
 commands:
-  description: The commands run (in check mode, the activation commands that would run).
+  description:
+    - The commands that changed or activated something (read-only queries left out), including those that undid a
+      change after a failure; in check mode, the activation commands that would run.
   returned: always
   type: list
   elements: str
