@@ -339,6 +339,9 @@ class KernelModules(Engine):
         texts, parsed = {}, {}
         for name, text in self.options.items():
             check_module_name("options: key", name)
+            if normalize(name) in texts:
+                raise InputError("options: %s is given twice (- and _ are the same in module names)" % name,
+                                 option="options")
             text = "" if text is None else str(text).strip()
             texts[normalize(name)] = text
             parsed[normalize(name)] = parse_options(text, "options.%s" % name)

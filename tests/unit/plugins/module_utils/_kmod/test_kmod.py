@@ -376,6 +376,7 @@ def test_a_reload_whose_load_fails_says_the_module_is_now_unloaded(tmp_path):
     (dict(options={"rdma_cm\n": "x=1"}), "is not a kernel module name"),
     (dict(options={"rdma_cm": "x=1\x00"}), "control character"),
     (dict(options={"rdma_cm": "x\n=1"}), "one line"),
+    (dict(options={"rdma_cm": "x=1", "rdma-cm": "x=2"}), "options: rdma-cm is given twice"),
     (dict(modprobe_file="/etc/modprobe.d/../modules-load.d/x.conf"), "without '.' or '..' components"),
     (dict(modprobe_file="/etc/modprobe.d/..conf"), "must be a .conf file directly in /etc/modprobe.d/"),
     (dict(modprobe_file="/etc/modprobe.d/.hidden.conf"), "must be a .conf file directly in"),
