@@ -170,6 +170,77 @@ def test_ofed_repo_dnf_files(empty_host):
     assert os.path.exists(str(root / "etc/pki/rpm-gpg/RPM-GPG-KEY-rdmaops-doca"))
 
 
+TOKEN = "t0k-3n%40x"  # percent-encoded in the URL: the password is "t0k-3n@x"
+
+
+def mode_of(path):
+    return os.stat(str(path)).st_mode & 0o777
+
+
+def test_ofed_repo_apt_credentials_go_to_a_private_auth_file_and_nowhere_else(empty_host):
+    root, env = empty_host
+    args = dict(REPO_ARGS, url="http://alice:%s@127.0.0.1:8765/doca/" % TOKEN)
+    predicted = adhoc("rdmaops.roce.ofed_repo", args, env, check=True, diff=True)
+    applied = adhoc("rdmaops.roce.ofed_repo", args, env, diff=True)
+    for result in (predicted, applied):
+        text = json.dumps(result)
+        assert "t0k-3n" not in text, text
+    assert applied["changed"] is True and "write /etc/apt/auth.conf.d/rdmaops-doca.conf" in applied["changes"]
+    with open(str(root / "etc/apt/sources.list.d/rdmaops-doca.sources")) as handle:
+        source = handle.read()
+    assert "URIs: http://127.0.0.1:8765/doca/\n" in source and "alice" not in source and "t0k" not in source
+    auth = root / "etc/apt/auth.conf.d/rdmaops-doca.conf"
+    assert mode_of(auth) == 0o600
+    with open(str(auth)) as handle:
+        assert "machine http://127.0.0.1:8765/doca login alice password t0k-3n@x\n" in handle.read()
+    # A failure names the URL without its login.
+    bad = adhoc("rdmaops.roce.ofed_repo", dict(args, key_url="http://bob:s3cret-key@127.0.0.1:9/key.asc"), env)
+    assert bad["failed"] is True and "cannot download the repository key" in bad["msg"]
+    assert "s3cret-key" not in json.dumps(bad) and "t0k-3n" not in json.dumps(bad)
+
+
+def test_ofed_repo_dnf_credentials_make_the_repo_file_private(empty_host):
+    root, env = empty_host
+    repo_file = root / "etc/yum.repos.d/rdmaops-doca.repo"
+    plain = dict(REPO_ARGS, family="dnf", url="https://linux.mellanox.com/public/repo/doca/3.2.1/rhel9/x86_64/")
+    adhoc("rdmaops.roce.ofed_repo", plain, env)
+    assert mode_of(repo_file) == 0o644
+    args = dict(plain, url_username="alice", url_password="t0k-3n-secret")
+    result = adhoc("rdmaops.roce.ofed_repo", args, env, diff=True)
+    assert result["changed"] is True
+    assert "t0k-3n-secret" not in json.dumps(result)
+    # The file that now holds the password was narrowed before the password was written.
+    assert result["changes"][0] == "restrict /etc/yum.repos.d/rdmaops-doca.repo to mode 0600 (it holds credentials)"
+    assert mode_of(repo_file) == 0o600
+    with open(str(repo_file)) as handle:
+        text = handle.read()
+    assert "username=alice\npassword=t0k-3n-secret\n" in text
+    assert "baseurl=https://linux.mellanox.com/public/repo/doca/3.2.1/rhel9/x86_64/\n" in text
+
+
+def test_ofed_repo_refuses_a_foreign_file_unless_adopted(empty_host):
+    root, env = empty_host
+    foreign = root / "etc/apt/sources.list.d/rdmaops-doca.sources"
+    foreign.parent.mkdir(parents=True)
+    foreign.write_text("deb http://example.org/ stable main\n")
+    before = files_under(root)
+    refused = adhoc("rdmaops.roce.ofed_repo", REPO_ARGS, env)
+    assert refused["failed"] is True and refused["changed"] is False
+    assert "was not written by rdmaops.roce" in refused["msg"] and "adopt" in refused["msg"]
+    assert files_under(root) == before and foreign.read_text() == "deb http://example.org/ stable main\n"
+    adopted = adhoc("rdmaops.roce.ofed_repo", dict(REPO_ARGS, adopt=True), env)
+    assert adopted["changed"] is True and "Managed by rdmaops.roce" in foreign.read_text()
+
+
+@pytest.mark.parametrize("name", ["../doca", "doca/x", "-doca", ".doca", "doca\n"])
+def test_ofed_repo_name_must_be_a_plain_file_name(empty_host, name):
+    root, env = empty_host
+    before = files_under(root)
+    result = adhoc("rdmaops.roce.ofed_repo", dict(REPO_ARGS, name=name), env)
+    assert result["failed"] is True and "name=" in result["msg"] and "plain file name" in result["msg"]
+    assert files_under(root) == before
+
+
 # -- mlnx_ofed_install ------------------------------------------------------------------------------------
 # The tarball and the work directory are host paths: they resolve under RDMAOPS_HOST_ROOT like
 # /proc/sys/kernel/osrelease, so nothing here reaches the machine running the tests.

@@ -28,7 +28,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import absolute_path, not_option_like, require
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import absolute_path, require
 from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.versions import installed_ofed_version, version_matches
 
 # mlnxofedinstall return codes, as the MLNX_OFED user manual lists them.

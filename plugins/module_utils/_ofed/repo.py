@@ -249,15 +249,15 @@ class RepoEngine(Engine):
         params = self.params
         file_name("name", params["name"])
         password = params.get("url_password")
-        self.ctx.secret(password)
-        if params.get("url"):
-            url = params["url"]
-            require("url", url, URL, "an http(s)://, ftp:// or file:// URL (without spaces)")
-            userinfo = urlsplit(url).netloc.rpartition("@")[0]
+        self.secret(password)
+        for key in ("url", "key_url"):
+            userinfo = urlsplit(params.get(key) or "").netloc.rpartition("@")[0]
             if ":" in userinfo:  # the password as written in the URL and percent-decoded
                 raw = userinfo.partition(":")[2]
-                self.ctx.secret(raw)
-                self.ctx.secret(unquote(raw))
+                self.secret(raw)
+                self.secret(unquote(raw))
+        if params.get("url"):
+            require("url", params["url"], URL, "an http(s)://, ftp:// or file:// URL (without spaces)")
         if params.get("url_username"):
             require("url_username", params["url_username"], WORD, "a user name without spaces")
         if password is not None and (not password or any(ch.isspace() for ch in password)):
@@ -285,6 +285,14 @@ class RepoEngine(Engine):
         if not params.get("key_fingerprints"):
             raise InputError("key_fingerprints is empty: give the fingerprint(s) the repository key must have",
                              option="key_fingerprints")
+
+    def secret(self, value):
+        """Mask ``value`` in the result, and in what Ansible adds to it (the invocation's arguments)."""
+        if value:
+            self.ctx.secret(value)
+            no_log_values = getattr(self.ctx.module, "no_log_values", None)
+            if no_log_values is not None:
+                no_log_values.add(value)
 
     def read(self):
         params = self.params

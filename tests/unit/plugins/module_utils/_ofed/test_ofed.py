@@ -241,6 +241,22 @@ def test_management_on_another_nic_or_unknown(tmp_path):
     assert unknown["interface"] is None and unknown["on_ofed_driver"] is False
 
 
+def test_management_over_a_vlan_known_only_from_proc_net_vlan_config(tmp_path):
+    """A VLAN on a ConnectX port whose parent only /proc/net/vlan/config names (no lower_ link):
+    the port's mlx5_core carries the management connection too."""
+    os.makedirs(os.path.join(str(tmp_path), "sys/class/net/mgmt100"))
+    os.makedirs(os.path.join(str(tmp_path), "sys/bus/pci/drivers/mlx5_core"))
+    link(tmp_path, "/sys/class/net/ens1f0np0/device/driver", "/sys/bus/pci/drivers/mlx5_core")
+    write(tmp_path, "/proc/net/vlan/config",
+          "VLAN Dev name    | VLAN ID\nName-Type: VLAN_NAME_TYPE_RAW_PLUS_VID_NO_PAD\nmgmt100        | 100  | ens1f0np0\n")
+    ip_json = '[{"ifname":"mgmt100","addr_info":[{"family":"inet","local":"10.0.0.5","prefixlen":24}]}]'
+    result = status.management_path(HostRoot(str(tmp_path)), FakeRunner({"ip -j addr show": (0, ip_json)}),
+                                    address="10.0.0.5", environ={})
+    assert result["interface"] == "mgmt100"
+    assert [d["name"] for d in result["devices"]] == ["mgmt100", "ens1f0np0"]
+    assert result["drivers"] == ["mlx5_core"] and result["on_ofed_driver"] is True
+
+
 # -- decisions -------------------------------------------------------------------------------------
 DOCA_STACK = dict(flavor="doca_ofed", version="25.10-1.7.1", loaded_driver="ofed", mlx5_core_version="25.10-1.7.1")
 WANTS = dict(doca_profile="doca-ofed", doca_version="3.2.1", mlnx_ofed_version="24.10-1.1.4.0",
@@ -439,6 +455,41 @@ def test_plan_repo_writes_then_is_idempotent_then_removes(tmp_path):
     assert len(gone) == 3
     gone.apply(check_mode=False)
     assert not os.path.exists(host.path("/etc/apt/sources.list.d/rdmaops-doca.sources"))
+
+
+def test_plan_repo_owns_the_key_through_its_source_and_refuses_foreign_files(tmp_path):
+    host = HostRoot(str(tmp_path))
+    params = dict(url="http://127.0.0.1:8765/doca/", suite="./", pin_packages=[], pin_version="",
+                  origin_priority=600, distro_packages=[], dnf_priority=10, exclude=[])
+    desired = repo.desired_repo_files("apt", "doca", params, "-----BEGIN PGP PUBLIC KEY BLOCK-----\nnew\n")
+    # A key file nobody vouches for (no source of ours names it): refused, nothing planned.
+    write(tmp_path, "/etc/apt/keyrings/rdmaops-doca.asc", "someone else's key\n")
+    with pytest.raises(RefusedError, match="adopt"):
+        repo.plan_repo(host, Plan(), "apt", "doca", "present", desired)
+    adopted = Plan()
+    repo.plan_repo(host, adopted, "apt", "doca", "present", desired, adopt=True)
+    adopted.apply()
+    # Now our source names the key: a new key replaces it without adopt.
+    newer = repo.desired_repo_files("apt", "doca", params, "-----BEGIN PGP PUBLIC KEY BLOCK-----\nnewer\n")
+    plan = Plan()
+    repo.plan_repo(host, plan, "apt", "doca", "present", newer)
+    assert plan.descriptions() == ["update /etc/apt/keyrings/rdmaops-doca.asc"]
+
+
+def test_repo_credentials_leave_the_url():
+    clean, user, password = repo.split_credentials("https://alice:t%40ken@repo.example:8443/doca/")
+    assert (clean, user, password) == ("https://repo.example:8443/doca/", "alice", "t@ken")
+    assert repo.split_credentials("https://repo.example/doca/", "bob", "pw") == ("https://repo.example/doca/", "bob", "pw")
+    assert repo.auth_machine("https://repo.example:8443/doca/") == "repo.example:8443/doca"
+    assert repo.auth_machine("http://127.0.0.1:8765/doca/") == "http://127.0.0.1:8765/doca"
+    params = dict(url="https://alice:t%40ken@repo.example/doca/", suite="./", pin_packages=[], pin_version="",
+                  origin_priority=600, distro_packages=[], dnf_priority=10, exclude=[])
+    apt = repo.desired_repo_files("apt", "doca", params, "key")
+    assert "t@ken" not in apt["/etc/apt/sources.list.d/rdmaops-doca.sources"]
+    assert "alice" not in apt["/etc/apt/sources.list.d/rdmaops-doca.sources"]
+    assert apt["/etc/apt/auth.conf.d/rdmaops-doca.conf"].endswith("machine repo.example/doca login alice password t@ken\n")
+    assert repo.private_paths("dnf", "doca", params) == ["/etc/yum.repos.d/rdmaops-doca.repo"]
+    assert repo.private_paths("dnf", "doca", dict(params, url="https://repo.example/doca/")) == []
 
 
 # -- gather_status end to end on a tree ----------------------------------------------------------------
