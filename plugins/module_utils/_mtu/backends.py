@@ -45,11 +45,6 @@ BACKENDS = ("netplan", "networkmanager", "networkd", "ifupdown", "ifcfg")
 DROPIN_PREFIX = "90-rdmaops"
 
 
-# A configuration the module must not change as it is (shared with other links, overridden by a
-# later file, rejected by its own tool): the collection's RefusedError, under the name the backends
-# used before the one error family.  Transitional: new code raises RefusedError itself.
-BackendError = RefusedError
-
 
 class Config:
     """One place that configures a link's MTU persistently."""
@@ -623,7 +618,7 @@ class Ifupdown(Backend):
         out = []
         for folder in self.ctx.glob(pattern):
             for name in self.ctx.host.listdir(folder):
-                if fmt.SOURCE_DIRECTORY_NAME.match(name):
+                if fmt.SOURCE_DIRECTORY_NAME.fullmatch(name):
                     out.append(os.path.join(folder, name))
         return out
 
@@ -667,7 +662,7 @@ class Ifupdown(Backend):
         return found
 
     def _mine(self, name):
-        """The interface's stanzas in ifupdown's order; a BackendError where ifupdown rejects one.
+        """The interface's stanzas in ifupdown's order; a RefusedError where ifupdown rejects one.
 
         A stanza ifupdown rejects in the main file makes it read nothing (``couldn't read
         interfaces file``); in a sourced file, it stops reading that file there.
@@ -675,13 +670,13 @@ class Ifupdown(Backend):
         stanzas = self._read_all()[1]
         for stanza in stanzas:
             if stanza.path == self.MAIN and stanza.error is not None:
-                raise BackendError(
+                raise RefusedError(
                     "ifupdown cannot read %s: %s: %s. Fix it first" % (self.MAIN, stanza.where(), stanza.error)
                 )
         mine = [stanza for stanza in stanzas if stanza.name == name]
         for stanza in mine:
             if stanza.error is not None:
-                raise BackendError(
+                raise RefusedError(
                     "ifupdown rejects the stanza of %s at %s: %s (ifupdown stops reading that file there). "
                     "Fix the stanza first" % (name, stanza.where(), stanza.error)
                 )
@@ -729,7 +724,7 @@ class Ifupdown(Backend):
             try:
                 after, detached = fmt.ifupdown_edit_mtu(text, name, mtu, [s for s in stanzas if s.path == path])
             except ValueError as exc:
-                raise BackendError(str(exc))
+                raise RefusedError(str(exc))
             description = "ifupdown: %s sets mtu %d for %s" % (path, mtu, name)
             for stanza in detached:
                 description += (

@@ -43,7 +43,7 @@ IFUPDOWN_RAISE_ONLY = {"inet6": ("static", "manual")}
 # Options ifupdown keeps one by one; any other option given twice (or inherited and given
 # again) is one value with the lines joined by a newline (config.c, ifupdown 0.8).
 IFUPDOWN_COMMANDS = ("pre-up", "up", "post-up", "down", "pre-down", "post-down")
-SOURCE_DIRECTORY_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
+SOURCE_DIRECTORY_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def _is_stanza(word):
@@ -596,7 +596,7 @@ def parse_bytes(value):
     """systemd's size syntax for MTUBytes= (``9000``, ``9K`` = 9216, base 1024), or None."""
     if value is None:
         return None
-    match = re.match(r"^\s*(\d+)\s*([KMG]?)\s*$", value)
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", value)
     if not match:
         return None
     factor = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}[match.group(2)]
@@ -758,6 +758,6 @@ def netplan_dropin(section, netdef_id, mtu, interface, origin):
 
 
 def _yaml_key(value):
-    if re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$", value) and value.lower() not in ("yes", "no", "true", "false", "null", "on", "off"):
+    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", value) and value.lower() not in ("yes", "no", "true", "false", "null", "on", "off"):
         return value
     return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"')
