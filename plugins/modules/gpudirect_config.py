@@ -26,11 +26,17 @@ description:
     with C(grubby) (RHEL family) through C(grubby --update-kernel=ALL --args=...); with
     C(/etc/default/grub) (Debian family) through a drop-in C(/etc/default/grub.d/90-rdmaops-gpudirect.cfg)
     that appends to C(GRUB_CMDLINE_LINUX_DEFAULT), followed by C(update-grub) (or C(grub-mkconfig)).
-    Arguments the existing GRUB defaults already give (evaluated as grub-mkconfig does) are not
-    added again. Nothing takes effect before a reboot, and C(reboot_required) in RV(iommu) says whether the running
+    Arguments the existing GRUB defaults already give are not added again. The defaults are read
+    in the order grub-mkconfig sources them (C(/etc/default/grub), then C(/etc/default/grub.d/*.cfg)
+    by name), as data - C(NAME=value), C(NAME+=value), quotes and C($NAME)/C(${NAME}) appends - and
+    nothing in them is ever run, in check mode or not; a command substitution there is not run and
+    gives a warning. When C(update-grub) fails, the drop-in (and the other changes that can be)
+    is put back, so the next run tries again. Nothing takes effect before a reboot, and C(reboot_required) in RV(iommu) says whether the running
     kernel lacks the arguments. This module never reboots.
   - Errors name what is missing before anything is changed (ACS state unreadable, C(setpci) missing,
     no known boot loader configuration).
+  - The unit and the GRUB drop-in carry a C(Managed by rdmaops.roce) line; a file at their path without
+    it is left alone (the task fails naming it) unless O(adopt=true).
 author:
   - rdmaops developers (@rdmaops)
 options:
@@ -73,6 +79,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.owned_files
 seealso:
   - module: rdmaops.roce.gpudirect_facts
   - name: NCCL troubleshooting, PCI Access Control Services
@@ -124,22 +131,38 @@ changes:
   elements: str
   sample: ["clear ACS ReqRedir/CmpltRedir on 0000:3c:00.0 (setpci -s 0000:3c:00.0 ECAP_ACS+0x6.w=0000:002c)",
            "write /etc/systemd/system/rdmaops-gpudirect-acs.service", "enable rdmaops-gpudirect-acs.service"]
+steps:
+  description: What ran after the changes (C(systemctl daemon-reload) when the unit changed, C(update-grub) or
+    C(grub-mkconfig) when the drop-in changed).
+  returned: when something changed
+  type: list
+  elements: str
+  sample: [systemctl daemon-reload, update-grub]
+commands:
+  description: The commands that ran (C(lspci), C(setpci), C(grubby), C(update-grub)), in order.
+  returned: always
+  type: list
+  elements: str
+applied:
+  description: When applying stopped part-way, the changes that stayed applied (ACS bits cleared stay cleared).
+  returned: failure
+  type: list
+  elements: str
+rolled_back:
+  description: When applying stopped part-way, the changes that were undone (files put back).
+  returned: failure
+  type: list
+  elements: str
+not_applied:
+  description: When applying stopped part-way, the changes that were not made.
+  returned: failure
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import (
-    CommandError,
-    CommandRunner,
-    ToolNotFound,
-    fail_from_error,
-)
-from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.gpudirect_config import (
-    DEFAULT_UNIT,
-    GpuDirectConfig,
-    GpuDirectConfigError,
-)
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.gpudirect_config import DEFAULT_UNIT, GpuDirectConfig
 
 
 def main():
@@ -151,30 +174,11 @@ def main():
             acs_unit=dict(type="str", default=DEFAULT_UNIT),
             iommu=dict(type="str", choices=["keep", "passthrough"], default="keep"),
             kernel_args=dict(type="list", elements="str", default=["iommu=pt"]),
+            adopt=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    plan = Plan()
-    try:
-        config = GpuDirectConfig(
-            HostRoot(),
-            CommandRunner(module),
-            acs=params["acs"],
-            acs_scope=params["acs_scope"],
-            acs_persist=params["acs_persist"],
-            iommu=params["iommu"],
-            kernel_args=params["kernel_args"],
-            acs_unit=params["acs_unit"],
-        )
-        outcome = config.run(plan, module.check_mode)
-    except GpuDirectConfigError as exc:
-        module.fail_json(msg=str(exc), **exc.details)
-    except (CommandError, ToolNotFound) as exc:
-        fail_from_error(module, exc)
-    result = plan.result(module.check_mode, module._diff)
-    result.update(outcome)
-    module.exit_json(**result)
+    run_module(module, GpuDirectConfig)
 
 
 if __name__ == "__main__":

@@ -238,3 +238,25 @@ def test_sysctl_file_of_someone_else_needs_adopt(sysctl_tree):
     rc, result = adhoc("rdmaops.roce.sysctl_profile", ARGS + " adopt=true", env)
     assert rc == 0 and result["changed"] is True
     assert "Managed by rdmaops.roce" in (sysctl_tree / PATH.lstrip("/")).read_text()
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_gpudirect_config_never_runs_the_grub_defaults(tmp_path, check):
+    """The old module sourced /etc/default/grub with sh, check mode included: whatever it held ran."""
+    root = tmp_path / "host"
+    pwned = tmp_path / "pwned"
+    manifest = cx7_doca.manifest()
+    manifest["entries"]["/proc/cmdline"] = {"type": "file", "content": "BOOT_IMAGE=/vmlinuz ro quiet\n"}
+    manifest["entries"]["/etc/default/grub"] = {
+        "type": "file",
+        "content": 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet $(touch %s)"\nGRUB_CMDLINE_LINUX=""\ntouch %s\n' % (pwned, pwned),
+    }
+    hosttree.materialize(manifest, root)
+    env = tree_env(root, [gputree.pci_stub_tools(tmp_path)])
+    rc, result = adhoc("rdmaops.roce.gpudirect_config", "iommu=passthrough", env, check=check)
+    assert rc == 0 and result["changed"] is True, result
+    assert not pwned.exists()
+    assert result["iommu"]["boot_config_before"] == "quiet" and result["iommu"]["missing_before"] == ["iommu=pt"]
+    assert any("$(touch %s)" % pwned in warning for warning in result["warnings"])
+    assert (root / "etc/default/grub.d/90-rdmaops-gpudirect.cfg").exists() is (not check)
+    assert (tmp_path / "update-grub.calls").exists() is (not check)

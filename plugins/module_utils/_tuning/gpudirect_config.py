@@ -21,21 +21,35 @@ caller asks for it by name (``acs: disable``, ``iommu: passthrough``); the read 
   next boot: with ``grubby`` (RHEL family) ``grubby --update-kernel=ALL --args=...``; with
   ``/etc/default/grub`` (Debian family) a drop-in ``/etc/default/grub.d/90-rdmaops-gpudirect.cfg``
   that appends to ``GRUB_CMDLINE_LINUX_DEFAULT``, then ``update-grub`` (or ``grub-mkconfig``).
-  Arguments already there (the files are evaluated as grub-mkconfig does) are not added again.
-  ``reboot_required`` says whether the running kernel lacks them.
+  Arguments already there are not added again: the files are read in the order grub-mkconfig
+  sources them, by :mod:`grub_defaults`, which reads their assignments as data and never runs
+  them (check mode included).  ``reboot_required`` says whether the running kernel lacks them.
+
+Files (the unit, the drop-in) are planned through ``Plan.file``: one without our marker is
+refused unless ``adopt``.  When ``update-grub`` fails, the changes are rolled back (the drop-in
+first of all), so the next run tries again.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import re
 import shlex
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import read_text, write_atomic
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.gpudirect import ACS_REDIRECT_BITS, PCI_DEVICES, GpuDirectReport
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import read_text
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (
+    InputError,
+    RdmaopsError,
+    RefusedError,
+    VerifyError,
+)
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import BootUnit, valid_unit_name
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import FILE_NAME, full_match
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.gpudirect import ACS_REDIRECT_BITS, GpuDirectReport
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import PCI_DEVICES
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.grub_defaults import read_defaults
 
 ACS_CONTROL = "ECAP_ACS+0x6.w"
 ACS_CLEAR = "0000:002c"  # value:mask - ReqRedir (0x04), CmpltRedir (0x08), EgressCtrl (0x20) to 0
@@ -47,7 +61,8 @@ GRUB_DROPIN = GRUB_DROPIN_DIR + "/90-rdmaops-gpudirect.cfg"
 ACS_MODES = ("keep", "disable")
 ACS_SCOPES = ("gpu_paths", "all")
 IOMMU_MODES = ("keep", "passthrough")
-_KERNEL_ARG = re.compile(r"^[A-Za-z0-9_.-]+(=[A-Za-z0-9_.,:/+-]+)?$")
+# Matched against the whole argument (fullmatch): "$" would also accept one ending in a newline.
+_KERNEL_ARG = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*(=[A-Za-z0-9_.,:/+-]+)?")
 
 UNIT_TEMPLATE = """# Managed by rdmaops.roce (gpudirect_config): this whole file is rewritten on every run.
 # The kernel turns PCIe ACS redirection on again at every boot; this clears it on the bridges
@@ -71,73 +86,77 @@ GRUB_TEMPLATE = """# Managed by rdmaops.roce (gpudirect_config): kernel argument
 GRUB_CMDLINE_LINUX_DEFAULT="${{GRUB_CMDLINE_LINUX_DEFAULT}} {args}"
 """
 
-# Evaluates the GRUB defaults the way grub-mkconfig does (/etc/default/grub, then grub.d/*.cfg
-# in order) and prints the command line they give. $1 is the main file, the rest the drop-ins.
-GRUB_EVAL = 'set -e; . "$1"; shift; for f in "$@"; do . "$f"; done; printf "%s %s\\n" "${GRUB_CMDLINE_LINUX:-}" "${GRUB_CMDLINE_LINUX_DEFAULT:-}"'
-
-
-class GpuDirectConfigError(Exception):
-    def __init__(self, msg, **details):
-        super(GpuDirectConfigError, self).__init__(msg)
-        self.details = details
-
-
 def validate(acs, acs_scope, iommu, kernel_args, unit):
-    """Raise GpuDirectConfigError for arguments that make no sense, before the host is read."""
+    """Raise InputError for arguments that make no sense, before the host is read."""
     if acs not in ACS_MODES:
-        raise GpuDirectConfigError("acs must be one of %s, got %r" % (", ".join(ACS_MODES), acs))
+        raise InputError("acs must be one of %s, got %r" % (", ".join(ACS_MODES), acs), option="acs")
     if acs_scope not in ACS_SCOPES:
-        raise GpuDirectConfigError("acs_scope must be one of %s, got %r" % (", ".join(ACS_SCOPES), acs_scope))
+        raise InputError("acs_scope must be one of %s, got %r" % (", ".join(ACS_SCOPES), acs_scope), option="acs_scope")
     if iommu not in IOMMU_MODES:
-        raise GpuDirectConfigError("iommu must be one of %s, got %r" % (", ".join(IOMMU_MODES), iommu))
+        raise InputError("iommu must be one of %s, got %r" % (", ".join(IOMMU_MODES), iommu), option="iommu")
     if iommu == "passthrough" and not kernel_args:
-        raise GpuDirectConfigError("kernel_args is empty: give the arguments that put the IOMMU in pass-through, e.g. [iommu=pt]")
-    bad = [arg for arg in kernel_args or [] if not _KERNEL_ARG.match(str(arg))]
+        raise InputError("kernel_args is empty: give the arguments that put the IOMMU in pass-through, e.g. [iommu=pt]",
+                         option="kernel_args")
+    bad = [arg for arg in kernel_args or [] if not full_match(_KERNEL_ARG, str(arg))]
     if bad:
-        raise GpuDirectConfigError(
-            "kernel_args: %s: each must be one kernel parameter, NAME or NAME=VALUE, without spaces or quotes (e.g. iommu=pt)"
-            % ", ".join(repr(arg) for arg in bad)
+        raise InputError(
+            "kernel_args: %s: each must be one kernel parameter, NAME or NAME=VALUE, without spaces or quotes and not "
+            "starting with '-' (e.g. iommu=pt)" % ", ".join(repr(arg) for arg in bad),
+            option="kernel_args",
         )
-    if not valid_unit_name(unit):
-        raise GpuDirectConfigError("acs_unit: %r must be a unit file name ending in .service, e.g. %s" % (unit, DEFAULT_UNIT))
+    if not valid_unit_name(unit) or not full_match(FILE_NAME, unit):
+        raise InputError("acs_unit: %r must be a unit file name ending in .service, e.g. %s" % (unit, DEFAULT_UNIT),
+                         option="acs_unit")
 
 
 def redirecting_bits(flags):
     return [bit for bit in ACS_REDIRECT_BITS if (flags or {}).get(bit)]
 
 
-class GpuDirectConfig:
-    """Plan and apply what was asked; ``run`` returns the module result or raises GpuDirectConfigError."""
+class GpuDirectConfig(Engine):
+    """``rdmaops.roce.gpudirect_config``: what was asked of ACS and the IOMMU, nothing else."""
 
-    def __init__(self, host, runner, acs="keep", acs_scope="gpu_paths", acs_persist=True, iommu="keep",
-                 kernel_args=("iommu=pt",), acs_unit=DEFAULT_UNIT):
-        validate(acs, acs_scope, iommu, list(kernel_args or []), acs_unit)
-        self.host = host
-        self.runner = runner
-        self.acs = acs
-        self.acs_scope = acs_scope
-        self.acs_persist = acs_persist
-        self.iommu = iommu
-        self.kernel_args = [str(arg) for arg in kernel_args]
-        self.unit = BootUnit(host, runner, acs_unit)
-        self.result = dict(acs=None, iommu=None)
+    def __init__(self, ctx, params):
+        super(GpuDirectConfig, self).__init__(ctx, params)
+        self.acs = params.get("acs") or "keep"
+        self.acs_scope = params.get("acs_scope") or "gpu_paths"
+        self.acs_persist = params.get("acs_persist", True)
+        self.iommu = params.get("iommu") or "keep"
+        kernel_args = params.get("kernel_args")
+        self.kernel_args = [str(arg) for arg in (["iommu=pt"] if kernel_args is None else kernel_args)]
+        self.acs_unit = params.get("acs_unit") or DEFAULT_UNIT
+        self.adopt = bool(params.get("adopt"))
+        self.unit = None
+        self.reader = None
+        self.before = None
+        self.after = None
+        self.acs_targets = None
+        self.iommu_method = None
+        self.outcome = dict(acs=None, iommu=None)
 
-    # -- the whole job -------------------------------------------------------------------------
-    def run(self, plan, check_mode):
+    # -- the engine steps -----------------------------------------------------------------------
+    def validate(self):
+        validate(self.acs, self.acs_scope, self.iommu, self.kernel_args, self.acs_unit)
+        self.unit = BootUnit(self.host, self.runner, self.acs_unit, adopt=self.adopt)
+
+    def read(self):
+        self.reader = GpuDirectReport(self.host, self.runner)
+        self.before = self.reader.gather()
+
+    def plan(self, plan):
+        if self.acs == "disable":
+            self.acs_targets = self._plan_acs(plan, self.reader, self.before)
+        if self.iommu == "passthrough":
+            self.iommu_method = self._plan_iommu(plan)
+
+    def verify(self):
         reader = GpuDirectReport(self.host, self.runner)
-        before = reader.gather()
-        acs_targets = self._plan_acs(plan, reader, before) if self.acs == "disable" else None
-        iommu_method = self._plan_iommu(plan) if self.iommu == "passthrough" else None
-        unit_changed = any(change.key == "unit_file" for change in plan)
-        plan.apply(check_mode)
-        after = before
-        if not check_mode and plan.changed:
-            if unit_changed:
-                self.unit.daemon_reload()
-            reader = GpuDirectReport(self.host, self.runner)
-            after = reader.gather()
-            self._verify(reader, acs_targets, iommu_method)
-        return dict(gpudirect=after, **self.result)
+        self.after = reader.gather()
+        self._verify(reader, self.acs_targets, self.iommu_method)
+        return []
+
+    def result(self):
+        return dict(gpudirect=self.after if self.after is not None else self.before, **self.outcome)
 
     # -- ACS -----------------------------------------------------------------------------------
     def _bridges_in_scope(self, reader):
@@ -161,9 +180,7 @@ class GpuDirectConfig:
     def _plan_acs(self, plan, reader, report):
         acs = report["acs"]
         if acs["status"] == "unknown":
-            raise GpuDirectConfigError(
-                "acs: disable needs the ACS state, which could not be read: %s" % acs["reason"], gpudirect=report
-            )
+            raise RefusedError("acs: disable needs the ACS state, which could not be read: %s" % acs["reason"], gpudirect=report)
         if not report["gpus"] and self.acs_scope == "gpu_paths":
             note = "no NVIDIA GPU on this host: no GPU/NIC path to change (acs_scope: all changes every bridge)"
         else:
@@ -171,12 +188,14 @@ class GpuDirectConfig:
         targets = self._acs_targets(reader)
         setpci = self.runner.find("setpci")
         if targets and setpci is None:
-            raise GpuDirectConfigError("setpci is not installed (package pciutils): it is needed to clear ACS on %s" % ", ".join(targets))
+            raise RefusedError("setpci is not installed (package pciutils): it is needed to clear ACS on %s" % ", ".join(targets),
+                               tool="setpci")
         redirecting = {}
         for bdf in targets:
             bits = redirecting_bits(reader.lspci_devices[bdf].get("acs_ctl"))
             if bits:
                 redirecting[bdf] = bits
+                # No undo: setting redirection again under a running GPU workload is not a safe step back.
                 plan.add("acs:%s" % bdf, bits, [], self._clear_action(bdf),
                          "clear ACS %s on %s (setpci -s %s %s=%s)" % ("/".join(bits), bdf, bdf, ACS_CONTROL, ACS_CLEAR))
         if self.acs_persist:
@@ -184,8 +203,11 @@ class GpuDirectConfig:
             if targets:
                 exec_lines = "\n".join("ExecStart=%s -s %s %s=%s" % (setpci, bdf, ACS_CONTROL, ACS_CLEAR) for bdf in targets)
                 text = UNIT_TEMPLATE.format(exec_lines=exec_lines)
+            before = len(plan)
             self.unit.plan(plan, text)
-        self.result["acs"] = dict(
+            if any(change.key == "unit_file" for change in list(plan)[before:]):
+                plan.then("systemctl daemon-reload", self.unit.daemon_reload)
+        self.outcome["acs"] = dict(
             scope=self.acs_scope, targets=targets, redirecting_before=redirecting,
             boot_unit=self.unit.path if (self.acs_persist and targets) else None, note=note,
         )
@@ -204,12 +226,12 @@ class GpuDirectConfig:
         elif self.host.exists(GRUB_DEFAULT):
             method = self._plan_grub_dropin(plan)
         else:
-            raise GpuDirectConfigError(
+            raise RefusedError(
                 "iommu: passthrough: this host has neither grubby nor %s, so this module cannot tell how its kernel "
                 "command line is set. Add %s there yourself (systemd-boot: /etc/kernel/cmdline)" % (GRUB_DEFAULT, " ".join(self.kernel_args))
             )
         running_has_args = all(arg in running for arg in self.kernel_args)
-        self.result["iommu"] = dict(
+        self.outcome["iommu"] = dict(
             method=method["method"], kernel_args=self.kernel_args, boot_config_before=method["before"],
             missing_before=method["missing"], running_cmdline_has_args=running_has_args,
             reboot_required=not running_has_args,
@@ -232,25 +254,23 @@ class GpuDirectConfig:
     def _plan_grubby(self, plan):
         entries = self._grubby_entries()
         if not entries:
-            raise GpuDirectConfigError("grubby --info=ALL lists no boot entry: cannot add %s" % " ".join(self.kernel_args))
+            raise RdmaopsError("grubby --info=ALL lists no boot entry: cannot add %s" % " ".join(self.kernel_args))
         missing = sorted(set(arg for args in entries.values() for arg in self.kernel_args if arg not in args.split()))
         if missing:
             wanted = " ".join(missing)
             after = dict((kernel, " ".join(args.split() + [a for a in missing if a not in args.split()])) for kernel, args in entries.items())
+            # No undo: grubby --remove-args could also remove arguments the entries had before.
             plan.add("kernel_args", entries, after,
                      lambda: self.runner.run(["grubby", "--update-kernel=ALL", "--args=%s" % wanted]),
                      "grubby --update-kernel=ALL --args=%s" % shlex.quote(wanted))
         return dict(method="grubby", before=entries, missing=missing)
 
     def _grub_cmdline(self, without_ours):
-        dropins = sorted(self.host.path(p) for p in self._grub_dropins() if not (without_ours and p == GRUB_DROPIN))
-        result = self.runner.run(["sh", "-c", GRUB_EVAL, "sh", self.host.path(GRUB_DEFAULT)] + dropins, check=False)
-        if result.rc != 0:
-            raise GpuDirectConfigError("reading %s failed (sh rc=%d): %s" % (GRUB_DEFAULT, result.rc, (result.stderr or "").strip()))
-        return result.stdout.split()
-
-    def _grub_dropins(self):
-        return ["%s/%s" % (GRUB_DROPIN_DIR, name) for name in sorted(self.host.listdir(GRUB_DROPIN_DIR)) if name.endswith(".cfg")]
+        """The command line the GRUB defaults give, read as data (nothing in them runs)."""
+        defaults, _read = read_defaults(self.host, GRUB_DEFAULT, GRUB_DROPIN_DIR, skip=(GRUB_DROPIN,) if without_ours else ())
+        for note in defaults.notes():
+            self.ctx.warn(note)
+        return defaults.cmdline()
 
     def _plan_grub_dropin(self, plan):
         generator = "update-grub" if self.runner.has("update-grub") else ("grub-mkconfig" if self.runner.has("grub-mkconfig") else None)
@@ -259,18 +279,12 @@ class GpuDirectConfig:
         text = GRUB_TEMPLATE.format(args=" ".join(missing)) if missing else None
         before = read_text(self.host, GRUB_DROPIN)
         if before != text and generator is None:
-            raise GpuDirectConfigError("neither update-grub nor grub-mkconfig is installed: %s would not reach the boot loader" % GRUB_DROPIN)
-
-        def write():
-            if text is None:
-                os.unlink(self.host.path(GRUB_DROPIN))
-            else:
-                write_atomic(self.host, GRUB_DROPIN, text, mode=0o644, makedirs=True)
-            argv = ["update-grub"] if generator == "update-grub" else ["grub-mkconfig", "-o", "/boot/grub/grub.cfg"]
-            self.runner.run(argv)
-
-        plan.add("grub_dropin", before, text, write,
-                 "%s %s, then %s" % ("write" if text else "remove", GRUB_DROPIN, generator), header=GRUB_DROPIN)
+            raise RefusedError("neither update-grub nor grub-mkconfig is installed: %s would not reach the boot loader" % GRUB_DROPIN)
+        argv = ["update-grub"] if generator == "update-grub" else ["grub-mkconfig", "-o", "/boot/grub/grub.cfg"]
+        if plan.file(self.host, GRUB_DROPIN, text, mode=0o644, key="grub_dropin", adopt=self.adopt, option=None,
+                     description="%s %s" % ("write" if text else "remove", GRUB_DROPIN)):
+            # A failing update-grub puts the drop-in back, so the next run tries again.
+            plan.then(" ".join(argv), lambda: self.runner.run(argv), validates=True)
         return dict(method="grub", before=" ".join(theirs), missing=missing)
 
     # -- re-read -------------------------------------------------------------------------------
@@ -281,17 +295,17 @@ class GpuDirectConfig:
             still = dict((bdf, bits) for bdf, bits in still.items() if bits)
             if still:
                 problems.append("ACS still redirects after setpci on %s" % ", ".join("%s (%s)" % (b, "/".join(v)) for b, v in sorted(still.items())))
-            self.result["acs"]["redirecting_after"] = still
+            self.outcome["acs"]["redirecting_after"] = still
         if iommu_method == "grubby":
             entries = self._grubby_entries()
             lacking = sorted(k for k, args in entries.items() if not all(a in args.split() for a in self.kernel_args))
             if lacking:
                 problems.append("grubby still lists boot entries without %s: %s" % (" ".join(self.kernel_args), ", ".join(lacking)))
-            self.result["iommu"]["boot_config_after"] = entries
+            self.outcome["iommu"]["boot_config_after"] = entries
         elif iommu_method == "grub":
             cmdline = self._grub_cmdline(without_ours=False)
             if not all(arg in cmdline for arg in self.kernel_args):
                 problems.append("the GRUB defaults still lack %s after writing %s" % (" ".join(self.kernel_args), GRUB_DROPIN))
-            self.result["iommu"]["boot_config_after"] = " ".join(cmdline)
+            self.outcome["iommu"]["boot_config_after"] = " ".join(cmdline)
         if problems:
-            raise GpuDirectConfigError("after applying: " + "; ".join(problems), **self.result)
+            raise VerifyError("after applying: " + "; ".join(problems), **self.outcome)

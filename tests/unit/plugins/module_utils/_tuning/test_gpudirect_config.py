@@ -1,6 +1,7 @@
 """gpudirect_config on the CX-7 GPU server tree: ACS cleared with setpci and a boot unit, iommu=pt
 through grubby or a GRUB drop-in. The tools are simulated with state (setpci changes what lspci
-prints next; grubby keeps its entries), the GRUB defaults are evaluated by a real sh."""
+prints next; grubby keeps its entries); the GRUB defaults are read as data, never by a shell (the
+simulated runner refuses sh), and the reading is compared with what a real sh gives for them."""
 
 import os
 import re
@@ -9,8 +10,10 @@ import subprocess
 import pytest
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning import gpudirect_config as gc
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError, CommandResult
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.grub_defaults import GrubDefaults
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, execute
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError, VerifyError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandResult
 from gputree import gpudirect_tree, lspci_text, tree_files
 
 ON_PATHS = ["0000:3c:00.0", "0000:3c:01.0", "0000:b9:00.0"]  # redirecting, upstream of a GPU or NIC
@@ -19,7 +22,7 @@ TARGETS = ["0000:3a:00.0", "0000:3c:00.0", "0000:3c:01.0", "0000:b9:00.0"]
 
 
 class SimRunner:
-    """lspci/setpci/grubby/update-grub with state; sh runs for real; ``missing`` tools are absent."""
+    """lspci/setpci/grubby/update-grub with state; ``missing`` tools are absent; anything else (sh!) is refused."""
 
     def __init__(self, lspci=None, grubby_entries=None, missing=(), setpci_sticks=True):
         self.lspci = lspci if lspci is not None else lspci_text("cx7-gpu-server-acs-on.txt")
@@ -27,6 +30,7 @@ class SimRunner:
         self.missing = set(missing) | (set() if grubby_entries is not None else {"grubby"})
         self.setpci_sticks = setpci_sticks
         self.calls = []
+        self.commands = []
 
     def find(self, tool):
         return None if tool in self.missing else "/usr/bin/" + tool
@@ -53,12 +57,6 @@ class SimRunner:
             return CommandResult(argv, 0, "", "")
         if tool in ("update-grub", "grub-mkconfig"):
             return CommandResult(argv, 0, "", "Generating grub configuration file ...\ndone\n")
-        if tool == "sh":
-            done = subprocess.run(argv, capture_output=True, text=True, check=False)
-            result = CommandResult(argv, done.returncode, done.stdout, done.stderr)
-            if check and done.returncode != 0:
-                raise CommandError(result)
-            return result
         raise AssertionError("unexpected command %r" % (argv,))
 
     def _clear(self, bdf):
@@ -73,9 +71,18 @@ class SimRunner:
         self.lspci = "".join(lines)
 
 
+class FakeModule:
+    def __init__(self, check_mode):
+        self.check_mode = check_mode
+        self._diff = False
+
+
+def engine(host, runner, check=False, **params):
+    return gc.GpuDirectConfig(Context(FakeModule(check), host=host, runner=runner), params)
+
+
 def run(host, runner, check=False, **params):
-    plan = Plan()
-    outcome = gc.GpuDirectConfig(host, runner, **params).run(plan, check)
+    outcome, plan = execute(engine(host, runner, check, **params))
     return plan, outcome
 
 
@@ -133,7 +140,7 @@ def test_acs_scope_all_includes_the_pch_port(tmp_path):
 
 def test_acs_write_that_does_not_stick_is_an_error(tmp_path):
     host, runner = gpudirect_tree(tmp_path), SimRunner(setpci_sticks=False)
-    with pytest.raises(gc.GpuDirectConfigError, match=r"^after applying: ACS still redirects after setpci on 0000:3c:00.0 \(ReqRedir/CmpltRedir\)"):
+    with pytest.raises(VerifyError, match=r"^after applying: ACS still redirects after setpci on 0000:3c:00.0 \(ReqRedir/CmpltRedir\)"):
         run(host, runner, acs="disable")
 
 
@@ -148,7 +155,7 @@ def test_acs_write_that_does_not_stick_is_an_error(tmp_path):
 def test_acs_refuses_before_touching_anything(tmp_path, runner, message):
     host = gpudirect_tree(tmp_path)
     before = tree_files(tmp_path)
-    with pytest.raises(gc.GpuDirectConfigError, match=message):
+    with pytest.raises(RefusedError, match=message):
         run(host, runner, acs="disable")
     assert tree_files(tmp_path) == before
     assert not [c for c in runner.calls if c[0] == "setpci"]
@@ -227,14 +234,14 @@ def test_grub_already_configured_by_the_user_is_not_added_again(tmp_path):
 def test_grub_without_a_generator_is_refused(tmp_path):
     host = gpudirect_tree(tmp_path)
     grub_files(tmp_path, UBUNTU_GRUB)
-    with pytest.raises(gc.GpuDirectConfigError, match="neither update-grub nor grub-mkconfig is installed"):
+    with pytest.raises(RefusedError, match="neither update-grub nor grub-mkconfig is installed"):
         run(host, SimRunner(missing=["update-grub", "grub-mkconfig"]), iommu="passthrough")
     assert not os.path.exists(os.path.join(str(tmp_path), "etc/default/grub.d/90-rdmaops-gpudirect.cfg"))
 
 
 def test_no_known_boot_loader_is_refused(tmp_path):
     host = gpudirect_tree(tmp_path)
-    with pytest.raises(gc.GpuDirectConfigError, match="neither grubby nor /etc/default/grub, .* Add iommu=pt there yourself"):
+    with pytest.raises(RefusedError, match="neither grubby nor /etc/default/grub, .* Add iommu=pt there yourself"):
         run(host, SimRunner(), iommu="passthrough")
 
 
@@ -251,6 +258,117 @@ def test_no_known_boot_loader_is_refused(tmp_path):
 )
 def test_bad_arguments(tmp_path, params, message):
     runner = SimRunner()
-    with pytest.raises(gc.GpuDirectConfigError, match=re.escape(message)):
-        gc.GpuDirectConfig(gpudirect_tree(tmp_path), runner, **params)
+    with pytest.raises(InputError, match=re.escape(message)):
+        engine(gpudirect_tree(tmp_path), runner, **params).validate()
     assert runner.calls == []
+
+
+# -- the GRUB defaults are read as data: nothing in them runs -----------------------------------
+# What grub-mkconfig's sh gives, for comparison: the main file, then the drop-ins in order.
+GRUB_EVAL = 'set -e; . "$1"; shift; for f in "$@"; do . "$f"; done; printf "%s %s\\n" "${GRUB_CMDLINE_LINUX:-}" "${GRUB_CMDLINE_LINUX_DEFAULT:-}"'
+
+WELL_FORMED = [
+    (UBUNTU_GRUB, {"50-cloudimg-settings.cfg": CLOUDIMG}),
+    (UBUNTU_GRUB, {"50-cloudimg-settings.cfg": CLOUDIMG, "90-rdmaops-gpudirect.cfg": gc.GRUB_TEMPLATE.format(args="iommu=pt")}),
+    ("GRUB_CMDLINE_LINUX='console=ttyS0,115200n8 \"quoted\"'\nGRUB_CMDLINE_LINUX_DEFAULT=quiet\n", {}),
+    ('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n# GRUB_CMDLINE_LINUX_DEFAULT="not this"\nexport GRUB_CMDLINE_LINUX="a=1 \\\n  b=2"\n',
+     {"10-a.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT c=3"; X=1\n',
+      "20-b.cfg": 'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} ${UNSET:-d=4} ${GRUB_CMDLINE_LINUX:+e=5}"\n',
+      "30-c.cfg": 'if [ -n "$X" ]; then\n  GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} f=\\"6\\""\nfi\n',
+      "README": 'GRUB_CMDLINE_LINUX="not a .cfg file"\n'}),
+    ('GRUB_CMDLINE_LINUX_DEFAULT=""\nGRUB_CMDLINE_LINUX=""\n', {}),
+]
+
+
+@pytest.mark.parametrize("main, dropins", WELL_FORMED)
+def test_grub_reading_matches_sh_for_well_formed_files(tmp_path, main, dropins):
+    host = gpudirect_tree(tmp_path)
+    grub_files(tmp_path, main, dropins)
+    ours = engine(host, SimRunner())._grub_cmdline(without_ours=False)
+    paths = [os.path.join(str(tmp_path), "etc/default/grub")] + sorted(
+        os.path.join(str(tmp_path), "etc/default/grub.d", name) for name in dropins if name.endswith(".cfg"))
+    done = subprocess.run(["sh", "-c", GRUB_EVAL, "sh"] + paths, capture_output=True, text=True, check=True)
+    assert ours == done.stdout.split()
+
+
+def test_grub_reader_appends_with_plus_equals_and_keeps_the_order():
+    defaults = GrubDefaults()
+    defaults.source('GRUB_CMDLINE_LINUX="a"\nGRUB_CMDLINE_LINUX+=" b"\n', "/etc/default/grub")
+    defaults.source("GRUB_CMDLINE_LINUX+=' c'\nGRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT d\"\n", "/etc/default/grub.d/x.cfg")
+    assert defaults.cmdline() == ["a", "b", "c", "d"] and defaults.notes() == []
+
+
+def test_grub_reader_refuses_a_file_sh_could_not_read():
+    with pytest.raises(RdmaopsError, match=r"^/etc/default/grub line 2: a double quote is not closed"):
+        GrubDefaults().source('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet\n', "/etc/default/grub")
+
+
+def pwned_grub(root):
+    marker = os.path.join(str(root), "pwned")
+    return marker, (
+        "GRUB_DEFAULT=0\n"
+        "GRUB_DISTRIBUTOR=`touch %s.distributor`\n"
+        'GRUB_CMDLINE_LINUX_DEFAULT="quiet $(touch %s)"\n'
+        "GRUB_CMDLINE_LINUX=\"$(touch %s.linux) console=ttyS0\"\n"
+        "touch %s.command\n" % (marker, marker, marker, marker)
+    )
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_grub_file_with_command_substitution_runs_nothing(tmp_path, check):
+    # The old module evaluated the GRUB defaults with sh, check mode included: $(...) ran.
+    host = gpudirect_tree(tmp_path, cmdline="BOOT_IMAGE=/vmlinuz ro quiet")
+    marker, text = pwned_grub(tmp_path)
+    grub_files(tmp_path, text)
+    runner = SimRunner()
+    config = engine(host, runner, check, iommu="passthrough")
+    outcome, plan = execute(config)
+    assert not [path for path in os.listdir(str(tmp_path)) if path.startswith("pwned")]
+    assert [call[0] for call in runner.calls if call[0] not in ("lspci",)] == ([] if check else ["update-grub"])
+    assert outcome["iommu"]["boot_config_before"] == "console=ttyS0 quiet"
+    assert outcome["iommu"]["missing_before"] == ["iommu=pt"] and plan.changed
+    assert any("$(touch %s)" % marker in warning and "never runs" in warning for warning in config.ctx.warnings)
+    dropin = os.path.join(str(tmp_path), "etc/default/grub.d/90-rdmaops-gpudirect.cfg")
+    assert os.path.exists(dropin) is (not check)
+    if not check:
+        assert outcome["iommu"]["boot_config_after"] == "console=ttyS0 quiet iommu=pt"
+
+
+def test_update_grub_failure_puts_the_dropin_back(tmp_path):
+    host = gpudirect_tree(tmp_path, cmdline="BOOT_IMAGE=/vmlinuz ro quiet")
+    grub_files(tmp_path, UBUNTU_GRUB)
+
+    class FailingGrub(SimRunner):
+        def run(self, argv, check=True):
+            if argv[0] == "update-grub":
+                from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError
+                self.calls.append(list(argv))
+                raise CommandError(CommandResult(argv, 1, "", "grub-probe: error: failed to get canonical path of overlay\n"))
+            return super(FailingGrub, self).run(argv, check)
+
+    from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import ApplyError
+    with pytest.raises(ApplyError) as err:
+        run(host, FailingGrub(), iommu="passthrough")
+    assert err.value.details["rolled_back"] == ["write /etc/default/grub.d/90-rdmaops-gpudirect.cfg"]
+    assert err.value.applied == []
+    assert not os.path.exists(os.path.join(str(tmp_path), "etc/default/grub.d/90-rdmaops-gpudirect.cfg"))
+
+
+def test_a_unit_or_dropin_we_did_not_write_is_refused_unless_adopted(tmp_path):
+    host = gpudirect_tree(tmp_path, cmdline="BOOT_IMAGE=/vmlinuz ro quiet")
+    os.makedirs(os.path.dirname(unit_path(tmp_path)))
+    with open(unit_path(tmp_path), "w") as handle:
+        handle.write("[Service]\nExecStart=/usr/local/bin/site-acs\n")
+    runner = SimRunner()
+    with pytest.raises(RefusedError, match="adopt"):
+        run(host, runner, acs="disable")
+    assert not [c for c in runner.calls if c[0] == "setpci"]
+    plan, _outcome = run(host, runner, acs="disable", adopt=True)
+    with open(unit_path(tmp_path)) as handle:
+        assert handle.read().startswith("# Managed by rdmaops.roce (gpudirect_config)")
+
+    grub_files(tmp_path, UBUNTU_GRUB, {"90-rdmaops-gpudirect.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT mine=1"\n'})
+    with pytest.raises(RefusedError, match="90-rdmaops-gpudirect.cfg exists and was not written by rdmaops.roce"):
+        run(host, SimRunner(), iommu="passthrough")
+    plan, outcome = run(host, SimRunner(), iommu="passthrough", adopt=True)
+    assert outcome["iommu"]["boot_config_after"] == "quiet splash iommu=pt"
