@@ -50,6 +50,10 @@ class Context:
         """Mask ``value`` wherever it would appear in the result."""
         if value and value not in self.secrets:
             self.secrets.append(value)
+            # Ansible masks these in everything it returns, the echoed invocation included.
+            no_log_values = getattr(self.module, "no_log_values", None)
+            if isinstance(no_log_values, set):
+                no_log_values.add(value)
         return value
 
 

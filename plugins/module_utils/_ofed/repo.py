@@ -249,13 +249,13 @@ class RepoEngine(Engine):
         params = self.params
         file_name("name", params["name"])
         password = params.get("url_password")
-        self.secret(password)
+        self.ctx.secret(password)
         for key in ("url", "key_url"):
             userinfo = urlsplit(params.get(key) or "").netloc.rpartition("@")[0]
             if ":" in userinfo:  # the password as written in the URL and percent-decoded
                 raw = userinfo.partition(":")[2]
-                self.secret(raw)
-                self.secret(unquote(raw))
+                self.ctx.secret(raw)
+                self.ctx.secret(unquote(raw))
         if params.get("url"):
             require("url", params["url"], URL, "an http(s)://, ftp:// or file:// URL (without spaces)")
         if params.get("url_username"):
@@ -285,14 +285,6 @@ class RepoEngine(Engine):
         if not params.get("key_fingerprints"):
             raise InputError("key_fingerprints is empty: give the fingerprint(s) the repository key must have",
                              option="key_fingerprints")
-
-    def secret(self, value):
-        """Mask ``value`` in the result, and in what Ansible adds to it (the invocation's arguments)."""
-        if value:
-            self.ctx.secret(value)
-            no_log_values = getattr(self.ctx.module, "no_log_values", None)
-            if no_log_values is not None:
-                no_log_values.add(value)
 
     def read(self):
         params = self.params
