@@ -91,10 +91,3 @@ class CommandRunner:
         result = self.run(argv, check=False)
         return result if result.ok else None
 
-
-def fail_from_error(module, exc, **extra):
-    """Transitional: modules not yet on the engine turn an error into ``fail_json`` here."""
-    kwargs = dict(exc.details) if hasattr(exc, "details") else {}
-    kwargs["msg"] = str(exc)
-    kwargs.update(extra)
-    module.fail_json(**kwargs)

@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (  # noqa: F401 (NVIDIA_VENDOR, GPU_CLASSES re-exported)
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (
     GPU_CLASSES,
     IOMMU_CLASS,
     IOMMU_GROUPS,
@@ -28,8 +28,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import ( 
     NVIDIA_VENDOR,
     PCI_DEVICES,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.pci import (  # noqa: F401 (parse_* re-exported)
-    CMDLINE_KEYS,
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.pci import (
     parse_cmdline,
     parse_lspci_acs,
     pci_chain,

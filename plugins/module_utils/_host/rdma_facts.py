@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (  # noqa: F401 (GPU_CLASSES, NVIDIA_VENDOR re-exported)
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (
     GPU_CLASSES,
     IB_CLASS,
     MODULES,

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import fnmatch
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import parse_ofed_info
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.ofed_info import parse_ofed_info
 
 
 def version_matches(installed, wanted):

@@ -18,16 +18,6 @@ __metaclass__ = type
 import ipaddress
 import re
 
-# Transitional re-exports: these parsers moved to their tool family's module; import them from
-# there.  (Kept so that code not yet moved keeps working; remove once nothing imports them here.)
-from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute import parse_ip_addr_json  # noqa: F401
-from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.ofed_info import parse_ofed_info  # noqa: F401
-from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.pci import (  # noqa: F401
-    is_pci_address,
-    pci_chain,
-    pci_relation,
-)
-
 # IB MTU enum values (ib_verbs.h enum ib_mtu): 1..5 = 256..4096 bytes.
 IB_MTUS = (256, 512, 1024, 2048, 4096)
 # iboe_get_mtu() (include/rdma/ib_addr.h): GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4.

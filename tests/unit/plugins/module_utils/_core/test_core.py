@@ -10,8 +10,8 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import (
     CommandError,
     CommandRunner,
     ToolNotFound,
-    fail_from_error,
 )
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import failure
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HOST_ROOT_ENV, HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 
@@ -86,14 +86,14 @@ def test_runner_error_carries_cmd_rc_stdout_stderr():
     runner = CommandRunner(module)
     with pytest.raises(CommandError) as info:
         runner.run(["false"])
-    fail_from_error(module, info.value, interface="ens4")
-    assert module.failed == {
+    # The engine turns the error's message and details into the failed result.
+    assert failure(info.value, None, None) == {
         "msg": "command failed with rc=1: /usr/bin/false",
         "cmd": ["/usr/bin/false"],
         "rc": 1,
         "stdout": "out",
         "stderr": "err",
-        "interface": "ens4",
+        "changed": False,
     }
     assert runner.run(["false"], check=False).rc == 1
     assert runner.run(["false"], ok_rcs=(0, 1)).rc == 1

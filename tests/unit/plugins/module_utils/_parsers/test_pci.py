@@ -83,15 +83,3 @@ def test_lspci_without_root_marks_access_denied():
     assert devices["0000:3a:00.0"]["access_denied"] is True
     assert devices["0000:3a:00.0"]["acs_ctl"] is None
     assert parsers.parse_lspci_acs("") == {}
-
-
-def test_moved_parsers_are_still_reachable_from_their_old_modules():
-    """Transitional: code not yet moved imports these from _parsers.rdma and _host.gpudirect."""
-    from ansible_collections.rdmaops.roce.plugins.module_utils._host import gpudirect
-    from ansible_collections.rdmaops.roce.plugins.module_utils._parsers import iproute, ofed_info, rdma
-
-    assert rdma.pci_chain is parsers.pci_chain and rdma.pci_relation is parsers.pci_relation
-    assert rdma.is_pci_address is parsers.is_pci_address
-    assert rdma.parse_ip_addr_json is iproute.parse_ip_addr_json
-    assert rdma.parse_ofed_info is ofed_info.parse_ofed_info
-    assert gpudirect.parse_cmdline is parsers.parse_cmdline and gpudirect.parse_lspci_acs is parsers.parse_lspci_acs
