@@ -143,21 +143,6 @@ commands:
   returned: always
   type: list
   elements: str
-applied:
-  description: When applying stopped part-way, the changes that stayed applied (ACS bits cleared stay cleared).
-  returned: failure
-  type: list
-  elements: str
-rolled_back:
-  description: When applying stopped part-way, the changes that were undone (files put back).
-  returned: failure
-  type: list
-  elements: str
-not_applied:
-  description: When applying stopped part-way, the changes that were not made.
-  returned: failure
-  type: list
-  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -191,23 +191,6 @@ commands:
   returned: always
   type: list
   elements: str
-applied:
-  description: When applying stopped part-way, the changes that stayed applied (modules loaded
-    before the failure stay loaded).
-  returned: failure
-  type: list
-  elements: str
-  sample: [load rdma_cm]
-rolled_back:
-  description: When applying stopped part-way, the changes that were undone (files put back).
-  returned: failure
-  type: list
-  elements: str
-not_applied:
-  description: When applying stopped part-way, the changes that were not made (the failed one included).
-  returned: failure
-  type: list
-  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

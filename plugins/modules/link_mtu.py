@@ -219,21 +219,6 @@ steps:
   type: list
   elements: str
   sample: ["netplan generate", "networkctl reload"]
-applied:
-  description: On failure, the changes that stayed applied (then C(changed) is true).
-  returned: failure while applying
-  type: list
-  elements: str
-rolled_back:
-  description: On failure, the changes that were undone again.
-  returned: failure while applying
-  type: list
-  elements: str
-not_applied:
-  description: On failure, the changes never reached.
-  returned: failure while applying
-  type: list
-  elements: str
 management:
   description:
     - C(interfaces) - the detected management interfaces, each with why; C(protected) - those and every

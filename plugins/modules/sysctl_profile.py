@@ -143,23 +143,6 @@ overridden:
   type: list
   elements: dict
   sample: [{"key": "net.core.rmem_max", "file": "/etc/sysctl.d/99-local.conf", "value": "8388608", "ours": "4194304"}]
-applied:
-  description: When applying stopped part-way (a write the kernel refused with O(runtime_errors=fail)), the
-    changes that stayed applied.
-  returned: failure
-  type: list
-  elements: str
-rolled_back:
-  description: When applying stopped part-way, the changes that were undone (the file put back, running
-    values set to what they were).
-  returned: failure
-  type: list
-  elements: str
-not_applied:
-  description: When applying stopped part-way, the changes that were not made (the refused one included).
-  returned: failure
-  type: list
-  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -17,6 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (  # noqa: F401 (re-exported)
     CommandError,
     ToolNotFound,
@@ -91,3 +93,14 @@ class CommandRunner:
         result = self.run(argv, check=False)
         return result if result.ok else None
 
+    def run_json_list(self, argv):
+        """The JSON list a read-only tool prints (``ip -j ...``), or [] when it is missing, fails
+        or prints anything else: such tools only add facts."""
+        result = self.run_optional(argv)
+        if result is None:
+            return []
+        try:
+            data = json.loads(result.stdout or "[]")
+        except ValueError:
+            return []
+        return data if isinstance(data, list) else []

@@ -21,7 +21,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
-import json
 import os
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
@@ -77,20 +76,10 @@ class ManagementPath:
         self.links = links or Links(host)
         self.environ = os.environ if environ is None else environ
 
-    def _ip_json(self, argv):
-        result = self.runner.run_optional(argv)
-        if result is None:
-            return []
-        try:
-            data = json.loads(result.stdout or "[]")
-        except ValueError:
-            return []
-        return data if isinstance(data, list) else []
-
     def addresses(self):
         """``{address: netdev}`` for every local address."""
         holders = {}
-        for link in self._ip_json(["ip", "-j", "addr", "show"]):
+        for link in self.runner.run_json_list(["ip", "-j", "addr", "show"]):
             for info in link.get("addr_info") or []:
                 if info.get("local"):
                     holders[plain_ip(info["local"])] = link.get("ifname")
@@ -117,13 +106,13 @@ class ManagementPath:
             holder = holders.get(server)
             state["address_holder"] = holder
             add(holder, "holds %s, the address this SSH connection came in on" % server)
-            route = self._ip_json(["ip", "-j", "route", "get", client])
+            route = self.runner.run_json_list(["ip", "-j", "route", "get", client])
             if route and isinstance(route[0], dict):
                 state["client_route"] = route[0].get("dev")
                 add(route[0].get("dev"), "carries the route back to the SSH client %s" % client)
         for family, argv in (("IPv4", ["ip", "-j", "route", "show", "default"]),
                              ("IPv6", ["ip", "-j", "-6", "route", "show", "default"])):
-            for route in self._ip_json(argv):
+            for route in self.runner.run_json_list(argv):
                 devs = [route.get("dev")] + [hop.get("dev") for hop in route.get("nexthops") or []]
                 for dev in devs:
                     if dev:

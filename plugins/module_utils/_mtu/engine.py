@@ -25,7 +25,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
@@ -113,20 +112,10 @@ class LinkMtu(Engine):
     def persist(self):
         return bool(self.params.get("persist", True)) and self.params.get("backend", "auto") != "runtime"
 
-    def _ip_json(self, argv):
-        result = self.runner.run_optional(argv)
-        if result is None:
-            return []
-        try:
-            data = json.loads(result.stdout or "[]")
-        except ValueError:
-            return []
-        return data if isinstance(data, list) else []
-
     def limits(self):
         """``{ifname: (min_mtu, max_mtu)}`` as the drivers report them (``ip -d``)."""
         out = {}
-        for link in self._ip_json(["ip", "-j", "-d", "link", "show"]):
+        for link in self.runner.run_json_list(["ip", "-j", "-d", "link", "show"]):
             if isinstance(link, dict) and link.get("ifname"):
                 out[link["ifname"]] = (link.get("min_mtu") or 0, link.get("max_mtu") or 0)
         return out

@@ -11,6 +11,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._ofed import installe
 from ansible_collections.rdmaops.roce.plugins.module_utils._ofed import packages as pkg
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
 
 TOOLS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "tools")
 
@@ -29,8 +30,10 @@ class Result:
         return self.rc == 0
 
 
-class FakeRunner:
-    """The CommandRunner interface, answering from recorded output keyed by argv."""
+
+class FakeRunner(CommandRunner):
+    """The CommandRunner interface, answering from recorded output keyed by argv (run_optional
+    and run_json_list are the real ones, over this run())."""
 
     def __init__(self, records):
         self.records = records
@@ -46,12 +49,6 @@ class FakeRunner:
         # detector also asks ip for routes, which these tests do not record).
         rc, out = self.records.get(key, (127, ""))
         return Result(rc, out)
-
-    def run_optional(self, argv):
-        if not self.has(argv[0]):
-            return None
-        result = self.run(argv, check=False)
-        return result if result.ok else None
 
 
 def write(root, path, content=""):
