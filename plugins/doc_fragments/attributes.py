@@ -35,10 +35,10 @@ attributes:
 
     ACTION = r"""
 notes:
-  - When applying stops part-way, the module fails and says where it stopped, in the failed result
-    - C(applied) (changes still in effect), C(rolled_back) (changes undone: files put back, runtime
-    values set back where that is safe), C(not_applied) (changes never reached) and, if an undo failed
-    too, C(rollback_failed). C(changed) is true exactly when something stayed applied.
+  - When applying stops part-way, the module fails and says where it stopped. The failed result
+    carries C(applied) (changes still in effect), C(rolled_back) (changes undone, that is files put
+    back and runtime values set back where that is safe), C(not_applied) (changes never reached) and,
+    if an undo failed too, C(rollback_failed). C(changed) is true exactly when something stayed applied.
 attributes:
   check_mode:
     support: full
