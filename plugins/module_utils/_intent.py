@@ -16,10 +16,7 @@ __metaclass__ = type
 import copy
 import re
 
-try:
-    from collections.abc import Mapping
-except ImportError:  # Python 2
-    from collections import Mapping
+from ansible.module_utils.six.moves.collections_abc import Mapping
 
 PRESETS = {
     # PFC and ECN on the RoCE priority: the NVIDIA "lossless RoCE" profile.

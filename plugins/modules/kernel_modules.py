@@ -31,8 +31,8 @@ description:
     accepted (letters, digits, C(_) and C(-), not starting with C(-)), so no value is read as an option.
   - When a load fails part-way, the files this run wrote are put back, and the modules it already
     loaded stay loaded (unloading them under a running workload is not safe); the task fails with
-    C(changed=true) when any stayed loaded, naming them in RV(applied) and what was not done in
-    RV(not_applied).
+    C(changed=true) when any stayed loaded, naming them in C(applied) and what was not done in
+    C(not_applied).
 author:
   - rdmaops developers (@rdmaops)
 options:

@@ -47,7 +47,7 @@ description:
   - A unit file at O(unit) or a file at O(modprobe_file) that rdmaops.roce did not write (no
     C(Managed by rdmaops.roce) line) is neither overwritten nor removed unless O(adopt=true).
   - When the load fails, the files this run wrote are put back and the task fails naming what
-    stayed applied (RV(applied)) and what was not done (RV(not_applied)).
+    stayed applied (C(applied)) and what was not done (C(not_applied)).
 author:
   - rdmaops developers (@rdmaops)
 options:

@@ -68,7 +68,7 @@ options:
         kernel, read-only in this namespace, or refused by the kernel).
       - V(fail) fails the task. Keys found unsettable while reading fail it before anything is
         changed; a write the kernel refuses fails it and puts back the file and the values already
-        set (RV(rolled_back) lists them).
+        set (C(rolled_back) lists them).
       - V(warn) writes the file, applies what can be applied, warns once per key and lists the rest
         in RV(unapplied). Use it for containers, where C(net.core.*) keys belong to the host.
     type: str

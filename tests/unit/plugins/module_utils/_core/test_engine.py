@@ -146,7 +146,7 @@ def test_a_failing_later_change_rolls_back_file_and_runtime_changes(tree):
     plan.file(host, "/etc/modprobe.d/x.conf", "# Managed by rdmaops.roce\nnew\n")
     plan.add("mtu", 1500, 9000, lambda: box.set(9000), "set mtu 9000", undo=lambda: box.set(1500))
 
-    plan.add("later", 0, 1, lambda: (_ for _ in ()).throw(RdmaopsError("later failed", rc=2)), "later change")
+    plan.add("later", 0, 1, lambda: (item for item in ()).throw(RdmaopsError("later failed", rc=2)), "later change")
     with pytest.raises(ApplyError) as info:
         plan.apply()
     exc = info.value
@@ -163,7 +163,7 @@ def test_a_failing_validating_step_rolls_back_and_a_plain_one_does_not(tree):
         (tree / "etc/modprobe.d/x.conf").write_text(OURS)
         plan = Plan()
         plan.file(host, "/etc/modprobe.d/x.conf", "# Managed by rdmaops.roce\nnew\n")
-        plan.then("netplan generate", lambda: (_ for _ in ()).throw(OSError(5, "EIO")), validates=validates)
+        plan.then("netplan generate", lambda: (item for item in ()).throw(OSError(5, "EIO")), validates=validates)
         with pytest.raises(ApplyError) as info:
             plan.apply()
         assert conf(tree) == left
@@ -177,7 +177,7 @@ def test_a_new_file_is_removed_again_on_rollback(tree):
     host = HostRoot(str(tree))
     plan = Plan()
     plan.file(host, "/etc/modules-load.d/new.conf", "# Managed by rdmaops.roce\nrdma_cm\n")
-    plan.add("later", 0, 1, lambda: (_ for _ in ()).throw(RdmaopsError("no")), "later")
+    plan.add("later", 0, 1, lambda: (item for item in ()).throw(RdmaopsError("no")), "later")
     with pytest.raises(ApplyError):
         plan.apply()
     assert not (tree / "etc/modules-load.d/new.conf").exists()
@@ -190,7 +190,7 @@ def test_rollback_of_a_file_through_a_link_keeps_the_link(tree):
     os.symlink("real.conf", str(tree / "etc/modprobe.d/x.conf"))
     plan = Plan()
     plan.file(HostRoot(str(tree)), "/etc/modprobe.d/x.conf", "# Managed by rdmaops.roce\nnew\n")
-    plan.add("later", 0, 1, lambda: (_ for _ in ()).throw(RdmaopsError("no")), "later")
+    plan.add("later", 0, 1, lambda: (item for item in ()).throw(RdmaopsError("no")), "later")
     with pytest.raises(ApplyError):
         plan.apply()
     assert os.path.islink(str(tree / "etc/modprobe.d/x.conf")) and real.read_text() == OURS
@@ -203,7 +203,7 @@ def test_rollback_of_a_removed_symlink_puts_the_link_back(tree):
     os.symlink("real.conf", str(tree / "etc/modprobe.d/x.conf"))
     plan = Plan()
     plan.file(HostRoot(str(tree)), "/etc/modprobe.d/x.conf", None)
-    plan.add("later", 0, 1, lambda: (_ for _ in ()).throw(RdmaopsError("no")), "later")
+    plan.add("later", 0, 1, lambda: (item for item in ()).throw(RdmaopsError("no")), "later")
     with pytest.raises(ApplyError) as info:
         plan.apply()
     assert info.value.details["rolled_back"] == ["remove /etc/modprobe.d/x.conf"]
@@ -217,7 +217,7 @@ def test_rollback_of_a_write_through_a_dangling_link_keeps_the_link(tree):
     os.symlink("real.conf", str(tree / "etc/modprobe.d/x.conf"))  # real.conf does not exist yet
     plan = Plan()
     plan.file(HostRoot(str(tree)), "/etc/modprobe.d/x.conf", OURS)
-    plan.add("later", 0, 1, lambda: (_ for _ in ()).throw(RdmaopsError("no")), "later")
+    plan.add("later", 0, 1, lambda: (item for item in ()).throw(RdmaopsError("no")), "later")
     with pytest.raises(ApplyError):
         plan.apply()
     # it used to remove the link and leave the file it had written behind

@@ -268,7 +268,7 @@ def ifupdown_run(tmp_path, text, interface, no_act=False):
     path.write_text(text)
     argv = [IFUP, "--no-act"] if no_act else [IFQUERY]
     argv += ["-i", str(path), "--state-dir", str(tmp_path / "state"), interface]
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+    proc = subprocess.run(argv, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
     return proc.returncode, proc.stdout, proc.stderr
 
 
