@@ -51,6 +51,7 @@ REPORTED_MODULES = (
 # them by name in the same way (VERBS_NAME_MATCH).
 SOFTWARE_DRIVERS = (("rxe", "rdma_rxe"), ("siw", "siw"))
 
+
 class RdmaFacts:
     """Collect ``ansible_facts.rdma`` from a :class:`HostRoot` and a :class:`CommandRunner`."""
 

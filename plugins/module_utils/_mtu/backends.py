@@ -45,7 +45,6 @@ BACKENDS = ("netplan", "networkmanager", "networkd", "ifupdown", "ifcfg")
 DROPIN_PREFIX = "90-rdmaops"
 
 
-
 class Config:
     """One place that configures a link's MTU persistently."""
 

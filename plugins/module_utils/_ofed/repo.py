@@ -179,7 +179,7 @@ def desired_repo_files(family, name, params, key_text):
     """
     paths = repo_paths(family, name)
     url, username, password = split_credentials(params["url"], params.get("url_username"),
-                                                 params.get("url_password"))
+                                                params.get("url_password"))
     desired = {paths["key"]: key_text}
     if family == "apt":
         desired[paths["source"]] = render_apt_source(url, params["suite"], paths["key"])

@@ -86,6 +86,7 @@ GRUB_TEMPLATE = """# Managed by rdmaops.roce (gpudirect_config): kernel argument
 GRUB_CMDLINE_LINUX_DEFAULT="${{GRUB_CMDLINE_LINUX_DEFAULT}} {args}"
 """
 
+
 def validate(acs, acs_scope, iommu, kernel_args, unit):
     """Raise InputError for arguments that make no sense, before the host is read."""
     if acs not in ACS_MODES:

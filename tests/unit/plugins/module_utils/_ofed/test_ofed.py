@@ -30,7 +30,6 @@ class Result:
         return self.rc == 0
 
 
-
 class FakeRunner(CommandRunner):
     """The CommandRunner interface, answering from recorded output keyed by argv (run_optional
     and run_json_list are the real ones, over this run())."""
@@ -319,7 +318,7 @@ MGMT_OTHER = dict(interface="eno1", drivers=["igb"], on_ofed_driver=False)
 ])
 def test_decide_activation(required, policy, consent, mgmt, risks, changed, can, expected):
     activation, reason = status.decide_activation(required, "the loaded driver is old", policy, consent, mgmt, risks,
-                                                changed, can)
+                                                  changed, can)
     assert activation == expected
     if expected == "pending":
         assert "reboot the host" in reason
@@ -567,7 +566,7 @@ def test_gather_status_requires_a_doca_version(tmp_path):
     runner = FakeRunner({DPKG_KEY: (0, "")})
     with pytest.raises(InputError, match="ofed_doca_version"):
         status.gather_status(HostRoot(str(tmp_path)), runner, dict(PARAMS, provider="doca", doca_version=""),
-                           dict(flavor="none"))
+                             dict(flavor="none"))
 
 
 def test_make_log_of_another_kernel_is_not_shown(tmp_path):
