@@ -81,6 +81,9 @@ class Plan:
         self._steps = []
         self.applied = []
         self.rolled_back = []
+        # Keys of changes whose action ran but which the host refused (a sysctl the kernel
+        # rejects under runtime_errors=warn, a knob the driver does not have): nothing changed.
+        self._refused = set()
 
     def add(self, key, before, after, action, description, header=None, undo=None):
         """Add a change when ``before`` differs from ``after``; return whether it was added."""
@@ -89,34 +92,52 @@ class Plan:
         self._changes.append(Change(key, before, after, action, description, header, undo))
         return True
 
-    def file(self, host, path, text, mode=0o644, description=None, key=None, adopt=False, option=None):
+    def file(self, host, path, text, mode=0o644, description=None, key=None, adopt=False, option=None, render=None):
         """Plan ``path`` to hold ``text`` (None: to be absent).  Refuses files we do not own;
-        the change undoes itself by putting the old bytes back."""
+        the change undoes itself by putting the old bytes back.
+
+        ``render``, when given, computes the content again when the change is applied (it may
+        depend on what earlier changes of the plan achieved); content equal to what the file
+        holds then makes the change refused: nothing is written and nothing counts as changed.
+        """
         current = files.read_text(host, path)
         if current == text:
             return False
         if text is None or current is not None:
             files.check_owned(host, path, adopt=adopt, option=option)
         saved = {}
+        change_key = key or path
 
         def action():
+            content = text if render is None else render()
+            if content == current:
+                self.refuse(change_key)
+                return
             saved.update(files.snapshot_entry(host, path))
-            if text is None:
+            if content is None:
                 files.remove(host, path)
             else:
-                files.write_atomic(host, path, text, mode=mode, makedirs=True)
+                files.write_atomic(host, path, content, mode=mode, makedirs=True)
 
         def undo():
             files.restore_entry(host, path, saved)
 
         verb = "remove" if text is None else ("write" if current is None else "update")
-        return self.add(key or path, current, text, action, description or "%s %s" % (verb, path),
+        return self.add(change_key, current, text, action, description or "%s %s" % (verb, path),
                         header=path, undo=undo)
 
     def then(self, description, action, validates=False):
         """Run ``action`` after the changes, only when there are any.  A failing step that
         ``validates`` the changes (``netplan generate``) rolls them back."""
         self._steps.append(Step(description, action, validates))
+
+    def refuse(self, key):
+        """Called by a change's action: the host refused change ``key``, so it changed nothing.
+        It is left out of ``applied``, ``changed``, ``changes`` and the diff."""
+        self._refused.add(key)
+
+    def _effective(self):
+        return [change for change in self._changes if change.key not in self._refused]
 
     def __iter__(self):
         return iter(self._changes)
@@ -126,10 +147,10 @@ class Plan:
 
     @property
     def changed(self):
-        return bool(self._changes)
+        return bool(self._effective())
 
     def descriptions(self):
-        return [change.description for change in self._changes]
+        return [change.description for change in self._effective()]
 
     def steps(self):
         return [step.description for step in self._steps] if self._changes else []
@@ -138,7 +159,7 @@ class Plan:
         """Ansible diff: one entry for structured values, one per text file."""
         entries = []
         before, after = {}, {}
-        for change in self._changes:
+        for change in self._effective():
             if change.header is not None:
                 entries.append(
                     dict(
@@ -167,7 +188,8 @@ class Plan:
         try:
             for index, change in enumerate(self._changes):
                 change.action()
-                self.applied.append(change)
+                if change.key not in self._refused:
+                    self.applied.append(change)
         except (RdmaopsError, IOError, OSError) as exc:
             self._fail(exc, self._changes[index:], rollback=True)
         for step in self._steps:

@@ -35,7 +35,6 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence imp
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import RULE, valid_ifname
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import NET_CLASS
-from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.common import forget, result_without
 
 UDEV_RULES = UDEV_RULES_DIR + "/90-rdmaops-roce-ethtool.rules"
 HEADER = (
@@ -167,7 +166,6 @@ class NicKnobs:
         self.unsupported = {}
         self.applied_args = {}
         self.failed = set()
-        self.rules_unchanged = False  # set when applying found that only refused knobs would change the rules
 
     # -- read ---------------------------------------------------------------------------------
     def read(self, name):
@@ -204,9 +202,9 @@ class NicKnobs:
                         "%s %s" % (name, knob),
                         before,
                         after,
-                        self._setter(name, args, knob),
+                        self._setter(plan, name, args, knob),
                         "%s: set %s from %s to %s" % (name, knob, before, after),
-                        undo=self._undo(name, knob, _args_for(name, knob, before)),
+                        undo=self._undo(_args_for(name, knob, before)),
                     )
             if commands:
                 wanted.append((name, commands))
@@ -298,49 +296,34 @@ class NicKnobs:
     def _plan_rules(self, plan, wanted):
         current = files.read_text(self.host, self.rules_path)
         after = self.render_rules(wanted, current)
-        if after == current:
-            return
-        # Refused (before anything is changed) when the file is not ours and not adopted.
-        files.check_owned(self.host, self.rules_path, adopt=self.adopt)
-        saved = {}
-
-        def write():
-            # Rendered again here: a knob the driver refused while applying is left out of the rule.
-            saved["bytes"] = files.snapshot(self.host, self.rules_path)
-            text = self.render_rules(wanted, current)
-            if text == current:  # only refused knobs would have changed it: nothing to write after all
-                self.rules_unchanged = True
-                return
-            if text is None:
-                files.remove(self.host, self.rules_path)
-            else:
-                files.write_atomic(self.host, self.rules_path, text, 0o644, makedirs=True)
-
-        def undo():
-            files.restore(self.host, self.rules_path, saved.get("bytes"))
-
         if after is not None:
             description = "write %s" % self.rules_path
         else:
             description = "remove %s (no supported knob left)" % self.rules_path
-        plan.add("udev rules", current, after, write, description, header=self.rules_path, undo=undo)
+        # Rendered again when applied: a knob the driver refused meanwhile is left out of the rule
+        # (and when only refused knobs would have changed it, the plan counts no change).
+        plan.file(self.host, self.rules_path, after, mode=0o644, description=description, key="udev rules",
+                  adopt=self.adopt, render=lambda: self.render_rules(wanted, current))
 
     # -- apply and re-read --------------------------------------------------------------------
-    def _setter(self, name, args, knob):
+    def _setter(self, plan, name, args, knob):
         def action():
             try:
                 self.runner.run(["ethtool"] + args)
             except CommandError as exc:
                 message = (exc.result.stderr or exc.result.stdout or "").strip()
+                # The driver refused the knob: the change ran but changed nothing.
+                plan.refuse("%s %s" % (name, knob))
                 self.failed.add((name, knob))
                 self._unsupported(name, knob, "ethtool %s refused: %s" % (" ".join(args), message or "rc=%d" % exc.result.rc))
                 return
             self.applied_args.setdefault(name, []).append(args)
         return action
 
-    def _undo(self, name, knob, args):
+    def _undo(self, args):
+        # Only changes that stayed applied are undone, so a refused knob never reaches here.
         def undo():
-            if (name, knob) not in self.failed and args:
+            if args:
                 self.runner.run(["ethtool"] + args)
         return undo
 
@@ -389,7 +372,6 @@ class NicEthtoolEngine(Engine):
         super(NicEthtoolEngine, self).__init__(ctx, params)
         self.knobs = None
         self.rings = {}
-        self._plan = None
 
     def validate(self):
         params = self.params
@@ -425,27 +407,19 @@ class NicEthtoolEngine(Engine):
         return self.params.get("unsupported") == "fail"
 
     def plan(self, plan):
-        self._plan = plan
         self.knobs.plan(plan)
         if self.knobs.unsupported and self.fail_unsupported and (self.check_mode or not plan.changed):
             # Nothing would be applied first: fail now (with a plan, after applying the supported knobs).
             raise RefusedError("unsupported NIC settings: %s" % self.knobs.unsupported, unsupported=self.knobs.unsupported)
         self._warn()
 
-    def _refused_keys(self):
-        keys = set("%s %s" % pair for pair in self.knobs.failed)
-        if self.knobs.rules_unchanged:
-            keys.add("udev rules")
-        return keys
-
     def verify(self):
-        forget(self._plan, self._refused_keys())
         problems = self.knobs.verify()
         if problems:
             return ["%s: %s" % (name, "; ".join(found)) for name, found in sorted(problems.items())]
         if self.knobs.unsupported and self.fail_unsupported:
-            raise VerifyError("unsupported NIC settings: %s" % self.knobs.unsupported, unsupported=self.knobs.unsupported,
-                              applied=[change.description for change in self._plan.applied])
+            # The runner adds what stayed applied to the failure.
+            raise VerifyError("unsupported NIC settings: %s" % self.knobs.unsupported, unsupported=self.knobs.unsupported)
         self._warn()
         return []
 
@@ -460,8 +434,4 @@ class NicEthtoolEngine(Engine):
         knobs = self.knobs
         if knobs is None:
             return dict(state={}, unsupported={}, rules_path=UDEV_RULES)
-        result = dict(state=knobs.state, unsupported=knobs.unsupported, rules_path=knobs.rules_path)
-        if (knobs.failed or knobs.rules_unchanged) and self._plan is not None:
-            # A setting the driver refused changed nothing: it is in `unsupported`, not in the changes.
-            result.update(result_without(self._plan, self._refused_keys(), self.ctx.check_mode, self.ctx.diff_mode))
-        return result
+        return dict(state=knobs.state, unsupported=knobs.unsupported, rules_path=knobs.rules_path)

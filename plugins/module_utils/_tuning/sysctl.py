@@ -32,7 +32,6 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import FILE_NAME, full_match
-from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.common import forget, result_without
 
 PROC_SYS = "/proc/sys"
 # systemd-sysctl's search path, most important first: a file name found in an earlier
@@ -291,16 +290,18 @@ class SysctlProfile:
                 "sysctl " + key,
                 have,
                 want,
-                self._setter(entry, want),
+                self._setter(plan, entry, want),
                 "set %s from %r to %r at runtime" % (key, have, want),
                 undo=self._undo(entry, have),
             )
 
     # apply
-    def _setter(self, entry, want):
+    def _setter(self, plan, entry, want):
         def action():
             problem = entry.write(want)
             if problem:
+                # The kernel kept its value: the change ran but changed nothing.
+                plan.refuse("sysctl " + entry.key)
                 self._failed_writes.add(entry.key)
                 self.unapplied[entry.key] = dict(want=want, have=self.runtime[entry.key]["before"], reason=problem)
                 if self.runtime_errors == "fail":
@@ -355,7 +356,6 @@ class SysctlProfileEngine(Engine):
         super(SysctlProfileEngine, self).__init__(ctx, params)
         self.profile = None
         self.overridden = []
-        self._plan = None
 
     def validate(self):
         params = self.params
@@ -378,7 +378,6 @@ class SysctlProfileEngine(Engine):
             self.overridden = later_overrides(self.host, self.profile.path, self.profile.settings)
 
     def plan(self, plan):
-        self._plan = plan
         profile = self.profile
         profile.plan(plan)
         if profile.unapplied and profile.runtime_errors == "fail":
@@ -392,7 +391,6 @@ class SysctlProfileEngine(Engine):
 
     def verify(self):
         profile = self.profile
-        forget(self._plan, set("sysctl " + key for key in profile.failed_writes()))
         problems = list(profile.verify().values())
         if profile.runtime_errors == "fail":
             kept = dict((key, value) for key, value in profile.unapplied.items() if key not in profile.failed_writes())
@@ -427,8 +425,4 @@ class SysctlProfileEngine(Engine):
             unapplied=profile.unapplied,
             overridden=self.overridden,
         )
-        if failed and self._plan is not None:
-            # A write the kernel refused changed nothing: it is in `unapplied`, not in the changes.
-            result.update(result_without(self._plan, set("sysctl " + key for key in failed),
-                                         self.ctx.check_mode, self.ctx.diff_mode))
         return result

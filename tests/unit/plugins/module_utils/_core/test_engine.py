@@ -173,6 +173,37 @@ def test_a_failing_validating_step_rolls_back_and_a_plain_one_does_not(tree):
             assert info.value.applied == ["update /etc/modprobe.d/x.conf"] and info.value.details["rolled_back"] == []
 
 
+def refused_plan(host, mtu, ring):
+    plan = Plan()
+    plan.add("mtu", 1500, 9000, lambda: plan.refuse("mtu"), "set mtu 9000", undo=lambda: mtu.set(1500))
+    plan.add("ring", 512, 256, lambda: ring.set(256), "set ring 256", undo=lambda: ring.set(512))
+    # Rendered when applied: only the refused change would have altered the file, so it is not written.
+    plan.file(host, "/etc/modprobe.d/x.conf", OURS + "mtu 9000\n", render=lambda: OURS, key="rules")
+    return plan
+
+
+def test_a_change_the_host_refused_counts_as_no_change(tree):
+    mtu, ring = Box(1500), Box(512)
+    plan = refused_plan(HostRoot(str(tree)), mtu, ring)
+    assert len(plan.descriptions()) == 3  # planned: all three
+    assert plan.apply() == ["set ring 256"]
+    assert plan.changed and plan.descriptions() == ["set ring 256"]
+    assert plan.diff() == [dict(before={"ring": 512}, after={"ring": 256})]
+    assert conf(tree) == OURS and mtu.sets == [] and ring.value == 256
+
+
+def test_a_change_the_host_refused_is_never_undone(tree):
+    mtu, ring = Box(1500), Box(512)
+    plan = refused_plan(HostRoot(str(tree)), mtu, ring)
+    plan.add("later", 0, 1, lambda: (item for item in ()).throw(RdmaopsError("no")), "later")
+    with pytest.raises(ApplyError) as info:
+        plan.apply()
+    # Only the change that took is rolled back: undoing the refused MTU would set a value nobody changed.
+    assert info.value.details["rolled_back"] == ["set ring 256"]
+    assert info.value.applied == [] and info.value.details["not_applied"] == ["later"]
+    assert mtu.sets == [] and ring.sets == [256, 512] and conf(tree) == OURS
+
+
 def test_a_new_file_is_removed_again_on_rollback(tree):
     host = HostRoot(str(tree))
     plan = Plan()
