@@ -186,20 +186,8 @@ def write_attribute(host, host_path, text):
 
 
 def snapshot(host, host_path):
-    """What is needed to put ``host_path`` back as it is now: its bytes (None when absent)."""
-    return read_bytes(host, host_path)
-
-
-def restore(host, host_path, saved):
-    """Put back a :func:`snapshot`: the old bytes (owner and mode kept), or no file at all."""
-    if saved is None:
-        remove(host, host_path)
-    else:
-        write_atomic(host, host_path, saved)
-
-
-def snapshot_entry(host, host_path):
-    """Like :func:`snapshot`, and also the symlink ``host_path`` is (its target as written), if it is one."""
+    """What is needed to put ``host_path`` back as it is now: its bytes (None when absent) and,
+    when it is a symlink, its target as written."""
     try:
         link = os.readlink(host.path(host_path))
     except (IOError, OSError):
@@ -207,9 +195,9 @@ def snapshot_entry(host, host_path):
     return dict(bytes=read_bytes(host, host_path), link=link)
 
 
-def restore_entry(host, host_path, saved):
-    """Put back a :func:`snapshot_entry`: a symlink that was removed comes back as that symlink
-    (its target was never touched), anything else as :func:`restore` does it."""
+def restore(host, host_path, saved):
+    """Put back a :func:`snapshot`: a symlink that was removed comes back as that symlink (its
+    target was never touched); otherwise the old bytes (owner and mode kept), or no file at all."""
     real = host.path(host_path)
     if saved.get("link") is not None and not os.path.islink(real):
         if os.path.lexists(real):
@@ -224,7 +212,10 @@ def restore_entry(host, host_path, saved):
             os.unlink(target)
             _fsync_dir(os.path.dirname(target))
         return
-    restore(host, host_path, saved.get("bytes"))
+    if saved.get("bytes") is None:
+        remove(host, host_path)
+    else:
+        write_atomic(host, host_path, saved["bytes"])
 
 
 def _fsync_dir(directory):

@@ -113,14 +113,14 @@ class Plan:
             if content == current:
                 self.refuse(change_key)
                 return
-            saved.update(files.snapshot_entry(host, path))
+            saved.update(files.snapshot(host, path))
             if content is None:
                 files.remove(host, path)
             else:
                 files.write_atomic(host, path, content, mode=mode, makedirs=True)
 
         def undo():
-            files.restore_entry(host, path, saved)
+            files.restore(host, path, saved)
 
         verb = "remove" if text is None else ("write" if current is None else "update")
         return self.add(change_key, current, text, action, description or "%s %s" % (verb, path),
