@@ -24,6 +24,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from functools import partial
+
 from ansible.module_utils.six.moves.urllib.parse import unquote, urlsplit, urlunsplit
 from ansible.module_utils.urls import fetch_url
 
@@ -221,16 +223,12 @@ def plan_repo(host, plan, family, name, state, desired, adopt=False, private=())
         if after is not None and path in private and current_mode is not None and current_mode & 0o077:
             files.check_owned(host, path, adopt=adopt, option="name")
             plan.add(path + ":mode", "%04o" % current_mode, "%04o" % PRIVATE,
-                     _bind(files.set_mode, host, path, PRIVATE),
+                     partial(files.set_mode, host, path, PRIVATE),
                      "restrict %s to mode 0600 (it holds credentials)" % path,
-                     undo=_bind(files.set_mode, host, path, current_mode))
+                     undo=partial(files.set_mode, host, path, current_mode))
         plan.file(host, path, after, mode=mode, adopt=adopt or (path == paths["key"] and key_is_ours),
                   option="name")
     return owned
-
-
-def _bind(func, *args):
-    return lambda: func(*args)
 
 
 # -- the engine ---------------------------------------------------------------------------------
