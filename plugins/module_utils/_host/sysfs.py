@@ -22,6 +22,11 @@ MELLANOX_VENDOR = "0x15b3"
 GPU_CLASSES = ("0x0300", "0x0302")  # VGA-compatible and 3D controllers
 
 
+def kernel_release(host):
+    """The running kernel's release (``uname -r``) through the host root, or None."""
+    return (host.read("/proc/sys/kernel/osrelease") or "").strip() or None
+
+
 def int_or_none(value):
     """``int(value)`` for decimal text or a number, None for anything else (None, '', 'auto')."""
     if isinstance(value, bool):

@@ -39,7 +39,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import I
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import read_text
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import MODPROBE_DIR, MODULES_LOAD_DIR
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import absolute_path, file_name, full_match
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import MODULES
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import MODULES, kernel_release
 
 DEFAULT_NAMES = ("rdma_cm", "ib_uverbs", "ib_umad")
 DEFAULT_MODULES_LOAD_FILE = MODULES_LOAD_DIR + "/rdmaops-roce.conf"
@@ -142,10 +142,6 @@ def check_conf_path(key, path, dirs):
 
 
 # -- reading ------------------------------------------------------------------------------------
-def kernel_release(host):
-    return (host.read("/proc/sys/kernel/osrelease") or "").strip() or None
-
-
 def builtin_modules(host, kernel):
     """Normalised names from ``/lib/modules/<kernel>/modules.builtin`` (empty when unreadable)."""
     if not kernel:

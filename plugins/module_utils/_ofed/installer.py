@@ -29,6 +29,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import E
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import absolute_path, require
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import kernel_release
 from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.versions import installed_ofed_version, version_matches
 
 # mlnxofedinstall return codes, as the MLNX_OFED user manual lists them.
@@ -191,7 +192,7 @@ class InstallEngine(Engine):
             raise RdmaopsError(
                 "the SHA-256 of %s is %s, but %s was expected: nothing was extracted or installed. "
                 "Fetch the tarball again or correct ofed_mlnx_ofed_sha256." % (tarball, actual, self.wanted_sha))
-        self.running = self.host.read("/proc/sys/kernel/osrelease")
+        self.running = kernel_release(self.host)
 
     def plan(self, plan):
         if not self.needed:

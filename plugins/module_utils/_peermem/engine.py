@@ -38,13 +38,12 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import BootUnit, MODULES_LOAD_DIR, unit_name
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import GPU_CLASSES, MODULES, NVIDIA_VENDOR, PCI_DEVICES
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import GPU_CLASSES, MODULES, NVIDIA_VENDOR, PCI_DEVICES, kernel_release
 from ansible_collections.rdmaops.roce.plugins.module_utils._kmod.engine import (
     MODPROBE_DIRS,
     KernelModules,
     builtin_modules,
     check_conf_path,
-    kernel_release,
     module_state,
     parse_options,
 )
