@@ -81,18 +81,21 @@ class BootUnit:
 
     def daemon_reload(self):
         """Tell systemd about the new file; return (and keep) what happened, in words."""
-        # Only on the live host and only under systemd: a test tree must never reach the real one.
-        if not self.host.is_live:
-            outcome = "skipped: the host root is not /"
-        elif not self.host.isdir("/run/systemd/system"):
-            outcome = "skipped: systemd is not running"
-        elif not self.runner.has("systemctl"):
-            outcome = "skipped: systemctl not found"
-        else:
-            result = self.runner.run(["systemctl", "daemon-reload"], check=False)
-            outcome = "done" if result.rc == 0 else "failed: %s" % (result.stderr or "").strip()
-        self.daemon_reload_result = outcome
-        return outcome
+        self.daemon_reload_result = daemon_reload(self.host, self.runner)
+        return self.daemon_reload_result
+
+
+def daemon_reload(host, runner):
+    """``systemctl daemon-reload``; return what happened, in words."""
+    # Only on the live host and only under systemd: a test tree must never reach the real one.
+    if not host.is_live:
+        return "skipped: the host root is not /"
+    if not host.isdir("/run/systemd/system"):
+        return "skipped: systemd is not running"
+    if not runner.has("systemctl"):
+        return "skipped: systemctl not found"
+    result = runner.run(["systemctl", "daemon-reload"], check=False)
+    return "done" if result.rc == 0 else "failed: %s" % (result.stderr or "").strip()
 
 
 def udev_rules_path(name):
