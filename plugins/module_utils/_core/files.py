@@ -185,6 +185,27 @@ def write_attribute(host, host_path, text):
         os.close(fd)
 
 
+def make_dir(host, host_path, mode=0o755):
+    """``mkdir`` one directory (its parent must exist), as a configfs group is created; return
+    whether it was created (False when it already was there)."""
+    try:
+        os.mkdir(host.path(host_path), mode)
+    except OSError as exc:
+        if os.path.isdir(host.path(host_path)) and not os.path.islink(host.path(host_path)):
+            return False
+        raise exc
+    return True
+
+
+def remove_dir(host, host_path):
+    """``rmdir`` one empty directory (a configfs group: the kernel removes its own items); return
+    whether something was removed."""
+    if not os.path.isdir(host.path(host_path)):
+        return False
+    os.rmdir(host.path(host_path))
+    return True
+
+
 def snapshot(host, host_path):
     """What is needed to put ``host_path`` back as it is now: its bytes (None when absent) and,
     when it is a symlink, its target as written."""
