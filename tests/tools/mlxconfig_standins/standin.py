@@ -25,6 +25,8 @@ import sys
 
 NAMED = re.compile(r"([A-Za-z0-9_]+)\(([0-9]+)\)\Z")
 BOOLS = {"True": 1, "False": 0}
+# enum names the seed does not show all of (mlxconfig show_confs: LINK_TYPE_P1 IB=1, ETH=2, VPI=3)
+ENUMS = {"LINK_TYPE_P": {"IB": 1, "ETH": 2, "VPI": 3}}
 
 
 def log(tool, args):
@@ -140,6 +142,9 @@ def display(param, value):
             names[match.group(1)] = int(match.group(2))
     if any(name in BOOLS for name in names):
         names.update(BOOLS)
+    for prefix, table in ENUMS.items():
+        if param[0].startswith(prefix):
+            names.update(table)
     if re.match(r"[0-9]+\Z", value):
         for name, num in names.items():
             if num == int(value):
