@@ -23,7 +23,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.d
     os.path.abspath(__file__)))))))
 STANDINS = os.path.join(REPO, "tests", "tools", "qos_standins")
 FIXTURES = os.path.join(REPO, "tests", "unit", "fixtures", "tools", "mlnx_qos")
-sys_path_standin = STANDINS
 
 
 class Module:
