@@ -269,12 +269,14 @@ def reapply_commands(desired, backend="dcb"):
         value = want[part]
         if value is None:
             continue
-        if part == "trust" and value == "dscp" and want["dscp2prio"] is None and backend == "dcb":
-            argvs.append(["dcb", "app", "replace", "dev", interface, "dscp-prio"] + _dscp_pairs(DEFAULT_DSCP2PRIO))
+        if part == "trust" and value == "dscp" and backend == "dcb":
+            # As a run from PCP trust does: the default map, with the asked entries over it.
+            table = dict(DEFAULT_DSCP2PRIO)
+            table.update(want["dscp2prio"] or {})
+            argvs.append(["dcb", "app", "replace", "dev", interface, "dscp-prio"] + _dscp_pairs(table))
         elif part == "dscp2prio" and backend == "dcb":
-            argvs.append(["dcb", "app", "replace", "dev", interface, "dscp-prio"] + _dscp_pairs(value))
-        elif part == "trust" and value == "dscp" and want["dscp2prio"] is not None:
-            continue  # the entries switch the port to DSCP trust; the default map would only be overwritten
+            if want["trust"] != "dscp":  # (with trust: dscp the table above holds them)
+                argvs.append(["dcb", "app", "replace", "dev", interface, "dscp-prio"] + _dscp_pairs(value))
         else:
             argvs.append(part_command(backend, interface, part, value, driver="mlx5_core"))
     return argvs
