@@ -16,8 +16,9 @@ state the module applies, so there is one source of truth:
   when it appears: at boot (udev's coldplug) and again whenever the driver is reloaded, so a
   DKMS upgrade or ``rmmod``/``modprobe`` gets the settings back without a reboot.
 
-A step is one of ``{"run": [argv...]}``, ``{"write": path, "value": text}``, ``{"mkdir": path}``
-or ``{"mount_configfs": True}``.  The script resolves paths under ``RDMAOPS_HOST_ROOT`` when it
+A step is what the engines' ``reapply_commands()`` return: ``{"op": "run", "argv": [...]}``
+(with ``"unless_mounted": path`` for mounting configfs), ``{"op": "write", "path": ..., "value":
+text}`` or ``{"op": "mkdir", "path": ...}``.  The script resolves paths under ``RDMAOPS_HOST_ROOT`` when it
 is set (the collection's test seam), runs every step even after a failure, and exits 1 when any
 failed, so ``systemctl status`` shows it.
 """
@@ -40,7 +41,6 @@ SCRIPT_PATH = "/usr/local/sbin/rdmaops-nic-reapply"
 UNIT_NAME = "rdmaops-nic-qos@.service"
 UNIT_PATH = "%s/%s" % (SYSTEMD_DIR, UNIT_NAME)
 RULES_PATH = "%s/90-rdmaops-nic-qos.rules" % UDEV_RULES_DIR
-CONFIGFS = "/sys/kernel/config"
 
 MARKER = "# Managed by rdmaops.roce (nic): this whole file is rewritten on every run."
 
@@ -65,9 +65,9 @@ write() {
 makedir() {
   [ -d "$root$1" ] || mkdir "$root$1" || { echo "rdmaops-nic-reapply: cannot create $1" >&2; failed=1; }
 }
-configfs() {
-  [ -n "$root" ] && return 0
-  mountpoint -q %s || step mount -t configfs none %s
+unless_mounted() {
+  # a recorded tree (RDMAOPS_HOST_ROOT) has nothing to mount
+  [ -n "$root" ] || mountpoint -q "$1" || { shift; step "$@"; }
 }
 """
 
@@ -97,16 +97,24 @@ def _device_name(name):
     return name
 
 
+def run_step(argv):
+    """A command as a re-apply step (``nic_qos.reapply_commands`` returns bare argv lists)."""
+    return dict(op="run", argv=list(argv))
+
+
 def render_step(step):
     """One script line for a step."""
-    if "run" in step:
-        return "  step %s" % " ".join(shlex_quote(str(arg)) for arg in step["run"])
-    if "write" in step:
-        return "  write %s %s" % (shlex_quote(step["write"]), shlex_quote(str(step["value"])))
-    if "mkdir" in step:
-        return "  makedir %s" % shlex_quote(step["mkdir"])
-    if step.get("mount_configfs"):
-        return "  configfs"
+    op = step.get("op")
+    if op == "run":
+        argv = " ".join(shlex_quote(str(arg)) for arg in step["argv"])
+        if step.get("unless_mounted"):
+            return "  unless_mounted %s %s" % (shlex_quote(step["unless_mounted"]), argv)
+        return "  step %s" % argv
+    if op == "write":
+        # the script's write adds the newline sysfs and configfs expect
+        return "  write %s %s" % (shlex_quote(step["path"]), shlex_quote(str(step["value"]).rstrip("\n")))
+    if op == "mkdir":
+        return "  makedir %s" % shlex_quote(step["path"])
     raise ValueError("unknown re-apply step %r" % (step,))
 
 
@@ -115,7 +123,7 @@ def render_script(devices):
     devices = dict((name, steps) for name, steps in devices.items() if steps)
     if not devices:
         return None
-    lines = [SCRIPT_HEAD % (MARKER, RULES_PATH, CONFIGFS, CONFIGFS), 'case "${1:-all}" in']
+    lines = [SCRIPT_HEAD % (MARKER, RULES_PATH), 'case "${1:-all}" in']
     names = sorted(_device_name(name) for name in devices)
     for name in names:
         lines.append("%s)" % name)

@@ -168,26 +168,6 @@ def reapply_commands(desired):
     return steps
 
 
-def shell_lines(steps):
-    """POSIX shell lines for :func:`reapply_commands` steps (of this module or of ``ecn``)."""
-    from shlex import quote
-
-    lines = []
-    for step in steps:
-        if step["op"] == "run":
-            line = " ".join(quote(arg) for arg in step["argv"])
-            if step.get("unless_mounted"):
-                line = "mountpoint -q %s || %s" % (quote(step["unless_mounted"]), line)
-        elif step["op"] == "mkdir":
-            line = "[ -d {p} ] || mkdir {p}".format(p=quote(step["path"]))
-        elif step["op"] == "write":
-            line = "echo %s > %s" % (quote(step["value"].rstrip("\n")), quote(step["path"]))
-        else:
-            raise ValueError("unknown step %r" % (step,))
-        lines.append(line)
-    return lines
-
-
 # -- the engine -------------------------------------------------------------------------------
 class RoceTos(Engine):
     """``rdmaops.roce.roce_tos``: RDMA-CM defaults of one device port, and the OFED traffic class."""

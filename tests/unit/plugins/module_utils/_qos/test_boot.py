@@ -14,14 +14,15 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._qos import boot
 
 DEVICES = {
     "mlx5_0": [
-        {"run": ["mlnx_qos", "-i", "ens1f0np0", "--trust", "dscp"]},
-        {"run": ["mlnx_qos", "-i", "ens1f0np0", "--pfc", "0,0,0,1,0,0,0,0"]},
-        {"write": "/sys/class/net/ens1f0np0/ecn/roce_np/enable/3", "value": "1"},
-        {"mount_configfs": True},
-        {"mkdir": "/sys/kernel/config/rdma_cm/mlx5_0"},
-        {"write": "/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos", "value": "106"},
+        boot.run_step(["mlnx_qos", "-i", "ens1f0np0", "--trust", "dscp"]),
+        boot.run_step(["mlnx_qos", "-i", "ens1f0np0", "--pfc", "0,0,0,1,0,0,0,0"]),
+        {"op": "write", "path": "/sys/class/net/ens1f0np0/ecn/roce_np/enable/3", "value": "1\n"},
+        {"op": "run", "argv": ["mount", "-t", "configfs", "none", "/sys/kernel/config"],
+         "unless_mounted": "/sys/kernel/config"},
+        {"op": "mkdir", "path": "/sys/kernel/config/rdma_cm/mlx5_0"},
+        {"op": "write", "path": "/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos", "value": "106\n"},
     ],
-    "rxe0": [{"write": "/sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos", "value": "106"}],
+    "rxe0": [{"op": "write", "path": "/sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos", "value": "106\n"}],
 }
 
 RECORDER = """#!/bin/sh
@@ -87,7 +88,7 @@ def test_all_runs_every_device_and_a_second_run_gives_the_same_state(tmp_path):
 
 
 def test_a_failing_command_is_reported_and_the_other_steps_still_run(tmp_path):
-    devices = {"rxe0": [{"run": ["failing", "x"]}] + DEVICES["rxe0"]}
+    devices = {"rxe0": [boot.run_step(["failing", "x"])] + DEVICES["rxe0"]}
     proc, log, root = run_script(tmp_path, boot.render_script(devices), "rxe0", tool_names=("failing",))
     assert proc.returncode == 1 and "failed: failing x" in proc.stderr
     assert log == ["failing x"]
@@ -100,7 +101,8 @@ def test_a_device_without_settings_is_left_alone(tmp_path):
 
 
 def test_values_with_shell_characters_are_quoted(tmp_path):
-    devices = {"rxe0": [{"write": "/sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos", "value": "$(touch pwned)"}]}
+    devices = {"rxe0": [{"op": "write", "path": "/sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos",
+                         "value": "$(touch pwned)"}]}
     proc, _log, root = run_script(tmp_path, boot.render_script(devices), "rxe0")
     assert proc.returncode == 0
     assert (root / "sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos").read_text() == "$(touch pwned)\n"
@@ -110,7 +112,7 @@ def test_values_with_shell_characters_are_quoted(tmp_path):
 @pytest.mark.parametrize("name", ["", "a/b", "mlx5 0", "x;reboot", "$(id)", "a" * 64])
 def test_device_names_that_are_not_plain_are_refused(name):
     with pytest.raises(InputError):
-        boot.render_script({name: [{"run": ["true"]}]})
+        boot.render_script({name: [boot.run_step(["true"])]})
 
 
 def test_plan_writes_three_files_once_and_removes_them_when_nothing_is_left(tmp_path):

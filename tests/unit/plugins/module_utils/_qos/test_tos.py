@@ -14,7 +14,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import I
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import ApplyError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandResult
-from ansible_collections.rdmaops.roce.plugins.module_utils._qos import tos
+from ansible_collections.rdmaops.roce.plugins.module_utils._qos import boot, tos
 
 CM = "/sys/kernel/config/rdma_cm"
 TC = cx7_doca.NIC0 + "/infiniband/mlx5_0/tc/1/traffic_class"
@@ -322,7 +322,7 @@ def test_traffic_class_undone_when_the_tos_write_fails(tmp_path, kernel, monkeyp
 
 
 # -- boot re-apply ------------------------------------------------------------------------------
-def test_reapply_commands_and_shell():
+def test_reapply_commands_and_their_script_lines():
     desired = tos.normalize(dict(device="mlx5_0", port=1, tos=106, roce_mode="v2", traffic_class=106))
     steps = tos.reapply_commands(desired)
     assert steps == [
@@ -332,10 +332,11 @@ def test_reapply_commands_and_shell():
         {"op": "write", "path": "/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos", "value": "106\n"},
         {"op": "write", "path": "/sys/class/infiniband/mlx5_0/tc/1/traffic_class", "value": "106\n"},
     ]
-    assert tos.shell_lines(steps) == [
-        "mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config",
-        "[ -d /sys/kernel/config/rdma_cm/mlx5_0 ] || mkdir /sys/kernel/config/rdma_cm/mlx5_0",
-        "echo 'RoCE v2' > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode",
-        "echo 106 > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos",
-        "echo 106 > /sys/class/infiniband/mlx5_0/tc/1/traffic_class",
+    # the boot script renders them (tests/unit/plugins/module_utils/_qos/test_boot.py runs it)
+    assert [boot.render_step(step) for step in steps] == [
+        "  unless_mounted /sys/kernel/config mount -t configfs none /sys/kernel/config",
+        "  makedir /sys/kernel/config/rdma_cm/mlx5_0",
+        "  write /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode 'RoCE v2'",
+        "  write /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos 106",
+        "  write /sys/class/infiniband/mlx5_0/tc/1/traffic_class 106",
     ]
