@@ -26,13 +26,14 @@ COLLECTION = "rdmaops.roce"
 KINDS = (("module", "Modules"), ("filter", "Filters"), ("role", "Roles"))
 
 _MARKUP = [
+    # RV( before the one-letter forms, and those at a word start, or RV(x) would render as R`x`
+    (re.compile(r"\bRV\(([^)]*)\)"), r"`\1`"),
     (re.compile(r"L\(([^,)]+),\s*([^)]+)\)"), r"[\1](\2)"),
     (re.compile(r"U\(([^)]+)\)"), r"<\1>"),
-    (re.compile(r"[CVOE]\(([^)]*)\)"), r"`\1`"),
+    (re.compile(r"\b[CVOE]\(([^)]*)\)"), r"`\1`"),
     (re.compile(r"I\(([^)]*)\)"), r"*\1*"),
     (re.compile(r"B\(([^)]*)\)"), r"**\1**"),
     (re.compile(r"M\(([^)]*)\)"), r"`\1`"),
-    (re.compile(r"RV\(([^)]*)\)"), r"`\1`"),
 ]
 
 
