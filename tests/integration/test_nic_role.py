@@ -13,6 +13,7 @@ import pytest
 import ansiblerun
 
 import hosttree
+DCB_FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit", "fixtures", "tools", "dcb")
 LAB_INTERFACES = "auto lo\niface lo inet loopback\n\nauto ens3\niface ens3 inet static\n    address 10.0.2.15/24\n    gateway 10.0.2.2\n"
 
 IP_STUB = r"""#!{python}
@@ -49,6 +50,10 @@ def lab_vm(tmp_path, ibv_from):
     bindir = hosttree.materialize(manifest, root)
     with open(os.path.join(bindir, "ip"), "w") as handle:
         handle.write(IP_STUB.format(python=sys.executable))
+    # the VM's virtio NIC has no DCB ops: dcb answers as the real iproute2 6.1 does on such a netdev
+    with open(os.path.join(bindir, "dcb"), "w") as handle:
+        handle.write("#!/bin/sh\ncat %s >&2\nexit 1\n" % os.path.join(DCB_FIXTURES, "real-iproute2-6.1-lo-unsupported.stderr"))
+    os.chmod(os.path.join(bindir, "dcb"), 0o755)
     with open(os.path.join(bindir, "ifup"), "w") as handle:
         handle.write("#!/bin/sh\nexit 1\n")
     os.chmod(os.path.join(bindir, "ifup"), 0o755)
@@ -79,6 +84,13 @@ def test_role_sets_persists_verifies_and_repeats_without_change(tmp_path):
     assert "iface ens4 inet manual\n    mtu 9000\n" in (root / "etc/network/interfaces").read_text()
     assert tasks["Check each port's RoCE active_mtu"]["msg"] == "1 RoCE port(s) on ens4 at MTU 9000, active_mtu 4096"
     assert tasks["Re-test the connection after a management interface changed"].get("skipped") is True
+    # QoS in one call: virtio has no DCB (said once), no OFED ECN tree; the RDMA-CM ToS is set and re-applied at boot
+    qos = tasks["NIC QoS of every RoCE port (trust, PFC, ECN, ToS), re-applied at boot"]
+    assert list(qos["unsupported"]["qos"]) == ["ens4"] and qos["ports"][0]["device"] == "rxe0"
+    assert [w for w in qos["warnings"] if w.startswith("trust, PFC and ETS not applied on ens4")] == [qos["warnings"][0]]
+    assert (root / "sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos").read_text() == "106\n"
+    script = (root / "usr/local/sbin/rdmaops-nic-reapply").read_text()
+    assert "write /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos 106" in script and "dcb" not in script
 
     stats, tasks = play(tmp_path, env)
     assert stats["failures"] == 0 and stats["changed"] == 0, tasks
