@@ -4,7 +4,7 @@
 
 # What the lab needs on the host, as Debian packages (tests/lab/lab.py names the same ones
 # when a tool is missing).
-LAB_APT_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client iproute2)
+LAB_APT_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client iproute2 tcpdump)
 
 lab_cli() { python3 "$REPO_ROOT/tests/lab/lab.py" "$@"; }
 

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # The lab test tier: the collection end to end on two soft-RoCE VMs (tests/lab).
-#   boot -> converge (site.yml) -> re-run, which must change nothing -> reboot a VM (what the
-#   VMs report must not change) -> verify (tests/lab/verify.yml) -> a switch port at 1500 ->
+#   boot -> converge (site.yml) -> re-run, which must change nothing -> the intent's ToS on the
+#   wire -> reboot a VM (what the VMs report must not change; the ToS on the wire again) -> its
+#   RDMA device reloaded (the ToS put back) -> verify (tests/lab/verify.yml) -> a switch port at 1500 ->
 #   a third VM joins -> MTU end to end on all three (tests/lab/mtu.yml) -> down
 # Every step's wall time is printed; the lab is taken down whatever happens.
 # Sourced after scripts/lib/bootstrap.sh; run with `bootstrap; tier_lab`.
@@ -136,6 +137,31 @@ lab_switch_port_check() {
   echo "switch port of vm2 at 1500: $mtu-byte pings dropped, 1500-byte pings pass; back at the switch MTU: $mtu passes"
 }
 
+# lab_tos_on_wire CLIENT SERVER: RoCEv2 between the two VMs over RDMA-CM without an explicit ToS,
+# captured on the lab's switch, carries the intent's ToS both ways (tests/lab/tos_on_wire.py).
+lab_tos_on_wire() {
+  python3 "$REPO_ROOT/tests/lab/tos_on_wire.py" "$1" "$2" --intent "$REPO_ROOT/inventories/lab/group_vars/all.yml"
+}
+
+# lab_rxe_reload_puts_tos_back VM PEER: take VM's RDMA device away and back (rdma_rxe reloaded,
+# rxe0 re-created, as a driver reload or DKMS upgrade does on a real NIC): the udev rule the nic
+# role installed starts rdmaops-nic-qos@rxe0, which writes the ToS again; proven on the wire.
+lab_rxe_reload_puts_tos_back() {
+  local vm=$1 peer=$2 tos
+  # shellcheck disable=SC2016  # expanded in the VM
+  lab_cli ssh "$vm" 'set -e; fabric=$(cat /sys/class/infiniband/rxe0/parent); rdma link delete rxe0;
+    modprobe -r rdma_rxe || echo "rdma_rxe stays loaded (in use): rxe0 is re-created only";
+    modprobe rdma_rxe; rdma link add rxe0 type rxe netdev "$fabric"'
+  for _ in $(seq 1 30); do
+    tos=$(lab_cli ssh "$vm" 'cat /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos 2>/dev/null' || true)
+    [ "$tos" != 106 ] || break
+    sleep 1
+  done
+  lab_cli ssh "$vm" 'systemctl --no-pager status "rdmaops-nic-qos@rxe0.service" | head -n 5' || true
+  echo "after rxe0 came back on $vm: default_roce_tos ${tos:-unreadable}"
+  lab_tos_on_wire "$vm" "$peer"
+}
+
 tier_lab() {
   (
     set -euo pipefail
@@ -160,7 +186,10 @@ tier_lab() {
     inv=$(lab_inventory)
     _lab_step "converge: site.yml" ansible-playbook -i "$inv" playbooks/site.yml
     _lab_step "idempotent re-run: changed=0" lab_converge_idempotent "$inv"
+    _lab_step "ToS on the wire: vm1 <-> vm2" lab_tos_on_wire vm1 vm2
     _lab_step "reboot vm2 (state survives)" lab_reboot_keeps vm2
+    _lab_step "ToS on the wire after vm2's reboot" lab_tos_on_wire vm2 vm1
+    _lab_step "rxe reload on vm2: ToS put back" lab_rxe_reload_puts_tos_back vm2 vm1
     _lab_step "verify: lab checks + validate.yml" lab_verify "$inv"
     _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check
     # vm3's fabric NIC is netplan's (vm1 ifupdown, vm2 networkd): the MTU checks run on all three
