@@ -88,6 +88,9 @@ def test_role_sets_persists_verifies_and_repeats_without_change(tmp_path):
     qos = tasks["NIC QoS of every RoCE port (trust, PFC, ECN, ToS), re-applied at boot"]
     assert list(qos["unsupported"]["qos"]) == ["ens4"] and qos["ports"][0]["device"] == "rxe0"
     assert [w for w in qos["warnings"] if w.startswith("trust, PFC and ETS not applied on ens4")] == [qos["warnings"][0]]
+    # no OFED ECN tree on virtio, and no ConnectX whose firmware could take it instead
+    assert any("ens4 has no ECN sysfs tree" in w and "not on a ConnectX PCI function" in w and "mlxconfig -y" not in w
+               for w in qos["warnings"])
     assert (root / "sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos").read_text() == "106\n"
     script = (root / "usr/local/sbin/rdmaops-nic-reapply").read_text()
     assert "write /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos 106" in script and "dcb" not in script

@@ -36,7 +36,8 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import E
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import full_match
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_ifname
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import NET_CLASS
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import MELLANOX_VENDOR, NET_CLASS, PCI_DEVICES
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.pci import is_pci_address
 
 PRIORITIES = tuple(range(8))
 POINTS = ("np", "rp")
@@ -270,8 +271,11 @@ class RoceEcn(Engine):
         if not self.host.exists("%s/%s" % (NET_CLASS, interface)):
             raise RdmaopsError("interface %s does not exist on this host (%s/%s is absent)"
                                % (interface, NET_CLASS, interface), interface=interface)
-        real = self.host.realpath("%s/%s/device" % (NET_CLASS, interface))
-        self.bdf = real.rsplit("/", 1)[-1] if real else None
+        # The ConnectX PCI function behind the netdev (a virtio netdev's device is virtioN under its PCI function):
+        # only there do the firmware parameters exist.
+        real = self.host.realpath("%s/%s/device" % (NET_CLASS, interface)) or ""
+        self.bdf = next((name for name in real.split("/")[::-1][:2] if is_pci_address(name)
+                         and self.host.read("%s/%s/vendor" % (PCI_DEVICES, name)) == MELLANOX_VENDOR), None)
         self.supported = self.host.isdir(ecn_dir(interface))
         self.current, self.raw = self._read_state()
 
@@ -298,7 +302,9 @@ class RoceEcn(Engine):
         debugfs = "%s/%s/cc_params" % (DEBUGFS_MLX5, self.bdf) if self.bdf else None
         text = "%s; the ECN sysfs tree exists only with the MLNX_OFED / DOCA-OFED mlx5 driver (an inbox mlx5_core does not " \
                "create it) and only on a physical function." % "; ".join(reasons)
-        if alt["params"]:
+        if alt["params"] and not self.bdf:
+            text += " %s is not on a ConnectX PCI function, so there is no firmware alternative either." % self.desired["interface"]
+        elif alt["params"]:
             text += (" Firmware alternative (persistent, takes effect at the next firmware boot; mstconfig from mstflint "
                      "takes the same arguments, or use rdmaops.roce.mlxconfig): %s" % " ".join(alt["command"]))
             if alt["notes"]:
