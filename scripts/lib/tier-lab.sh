@@ -143,23 +143,32 @@ lab_tos_on_wire() {
   python3 "$REPO_ROOT/tests/lab/tos_on_wire.py" "$1" "$2" --intent "$REPO_ROOT/inventories/lab/group_vars/all.yml"
 }
 
+# lab_tos_after VM PEER: after VM's RDMA device (re)appeared, wait (60 s at most) for the boot
+# re-apply to write rxe0's default ToS, say when it did, then prove it on the wire.
+lab_tos_after() {
+  local vm=$1 peer=$2 tos="" waited=0 want
+  want=$(cd "$REPO_ROOT/tests/lab" && python3 -c 'import sys, tos_on_wire; print(tos_on_wire.intent_tos(sys.argv[1]))' \
+    "$REPO_ROOT/inventories/lab/group_vars/all.yml")
+  while [ "$waited" -lt 60 ]; do
+    tos=$(lab_cli ssh "$vm" 'cat /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos 2>/dev/null' || true)
+    [ "$tos" != "$want" ] || break
+    sleep 1
+    waited=$((waited + 1))
+  done
+  echo "$vm: rxe0 default_roce_tos ${tos:-unreadable} ${waited}s after its device appeared"
+  lab_cli ssh "$vm" 'systemctl --no-pager status "rdmaops-nic-qos@rxe0.service" | head -n 5' || true
+  lab_tos_on_wire "$vm" "$peer"
+}
+
 # lab_rxe_reload_puts_tos_back VM PEER: take VM's RDMA device away and back (rdma_rxe reloaded,
 # rxe0 re-created, as a driver reload or DKMS upgrade does on a real NIC): the udev rule the nic
 # role installed starts rdmaops-nic-qos@rxe0, which writes the ToS again; proven on the wire.
 lab_rxe_reload_puts_tos_back() {
-  local vm=$1 peer=$2 tos
   # shellcheck disable=SC2016  # expanded in the VM
-  lab_cli ssh "$vm" 'set -e; fabric=$(cat /sys/class/infiniband/rxe0/parent); rdma link delete rxe0;
+  lab_cli ssh "$1" 'set -e; fabric=$(cat /sys/class/infiniband/rxe0/parent); rdma link delete rxe0;
     modprobe -r rdma_rxe || echo "rdma_rxe stays loaded (in use): rxe0 is re-created only";
     modprobe rdma_rxe; rdma link add rxe0 type rxe netdev "$fabric"'
-  for _ in $(seq 1 30); do
-    tos=$(lab_cli ssh "$vm" 'cat /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos 2>/dev/null' || true)
-    [ "$tos" != 106 ] || break
-    sleep 1
-  done
-  lab_cli ssh "$vm" 'systemctl --no-pager status "rdmaops-nic-qos@rxe0.service" | head -n 5' || true
-  echo "after rxe0 came back on $vm: default_roce_tos ${tos:-unreadable}"
-  lab_tos_on_wire "$vm" "$peer"
+  lab_tos_after "$1" "$2"
 }
 
 tier_lab() {
@@ -188,7 +197,7 @@ tier_lab() {
     _lab_step "idempotent re-run: changed=0" lab_converge_idempotent "$inv"
     _lab_step "ToS on the wire: vm1 <-> vm2" lab_tos_on_wire vm1 vm2
     _lab_step "reboot vm2 (state survives)" lab_reboot_keeps vm2
-    _lab_step "ToS on the wire after vm2's reboot" lab_tos_on_wire vm2 vm1
+    _lab_step "ToS on the wire after vm2's reboot" lab_tos_after vm2 vm1
     _lab_step "rxe reload on vm2: ToS put back" lab_rxe_reload_puts_tos_back vm2 vm1
     _lab_step "verify: lab checks + validate.yml" lab_verify "$inv"
     _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check

@@ -11,7 +11,9 @@ state the module applies, so there is one source of truth:
 * ``/usr/local/sbin/rdmaops-nic-reapply``: a POSIX shell script with one block per RDMA device,
   the steps each engine's ``reapply_steps()`` returns (commands, attribute writes, directories);
 * ``rdmaops-nic-qos@.service``: a oneshot template unit that runs the script for one device,
-  ordered after the module loader, openibd and the network;
+  ordered after the module loaders and openibd, and not after the network: the device and its
+  netdev exist when udev sees the device, and waiting for network-online (up to two minutes
+  with systemd-networkd) left RDMA-CM connections of the first minutes with the default ToS;
 * a udev rule that tags every RDMA device for systemd and wants ``rdmaops-nic-qos@<dev>.service``
   when it appears: at boot (udev's coldplug) and again whenever the driver is reloaded, so a
   DKMS upgrade or ``rmmod``/``modprobe`` gets the settings back without a reboot.
@@ -75,8 +77,7 @@ UNIT_TEXT = """%s
 [Unit]
 Description=Re-apply rdmaops.roce RoCE QoS to RDMA device %%i
 Documentation=https://galaxy.ansible.com/ui/repo/published/rdmaops/roce/
-After=systemd-modules-load.service openibd.service rdma-load-modules@rdma.service network-online.target
-Wants=network-online.target
+After=systemd-modules-load.service openibd.service rdma-load-modules@rdma.service
 
 [Service]
 Type=oneshot
