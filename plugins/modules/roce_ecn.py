@@ -145,7 +145,9 @@ firmware_alternative:
     C(command), C(device), C(notes), C(takes_effect)).
   returned: when some option is unsupported
   type: dict
-  sample: {"params": {"ROCE_CC_PRIO_MASK_P1": 8, "CNP_DSCP_P1": 48}, "command": ["mlxconfig", "-y", "-d", "0000:3d:00.0", "set", "CNP_DSCP_P1=48", "ROCE_CC_PRIO_MASK_P1=8"]}
+  sample:
+    params: {"ROCE_CC_PRIO_MASK_P1": 8, "CNP_DSCP_P1": 48}
+    command: ["mlxconfig", "-y", "-d", "0000:3d:00.0", "set", "CNP_DSCP_P1=48", "ROCE_CC_PRIO_MASK_P1=8"]
 changes:
   description: What was changed, or would be in check mode.
   returned: always

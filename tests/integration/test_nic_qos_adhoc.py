@@ -110,10 +110,10 @@ def test_real_dcb_on_a_netdev_without_dcb(tmp_path):
     if REAL_DCB is None or shutil.which("ip") is None:
         pytest.skip("iproute2 dcb/ip not installed")
     name = "rdmaops-qos-%s" % uuid.uuid4().hex[:8]
-    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+    if subprocess.run(check=False, args=["ip", "netns", "add", name], capture_output=True).returncode != 0:
         pytest.skip("cannot create a network namespace here (needs root / CAP_SYS_ADMIN)")
     try:
-        made = subprocess.run(["ip", "-n", name, "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
+        made = subprocess.run(check=False, args=["ip", "-n", name, "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
                               capture_output=True, text=True)
         if made.returncode != 0:
             pytest.skip("cannot create a veth pair in a namespace: %s" % made.stderr)
@@ -127,7 +127,7 @@ def test_real_dcb_on_a_netdev_without_dcb(tmp_path):
         (bindir / "dcb").chmod(0o755)
         rc, result = adhoc("rdmaops.roce.nic_qos", "interface=v0 trust=dscp pfc=3", tree_env(root, [bindir]))
     finally:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        subprocess.run(check=False, args=["ip", "netns", "del", name], capture_output=True)
     assert rc != 0 and result["changed"] is False
     assert "its driver virtio_net has no DCB support" in result["msg"]
     assert "dcb answered: Attribute read: Operation not supported" in result["msg"]

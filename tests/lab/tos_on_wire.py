@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Prove the RDMA-CM default ToS on the wire: RoCEv2 packets between two lab VMs, captured on the
 lab's switch (the fabric bridge in the lab's network namespace), must carry the intent's ToS in
 both directions.
@@ -58,10 +57,11 @@ def judge(seen, addresses, tos):
         wrong = dict((value, n) for value, n in counts.items() if value != tos)
         if wrong:
             ok = False
-        lines.append("%s (%s): %s" % (name, address, ", ".join(
-            "%d packet(s) with tos 0x%02x (DSCP %d, ECN %d)%s" % (n, value, value >> 2, value & 3,
-                                                                   "" if value == tos else " - expected 0x%02x" % tos)
-            for value, n in sorted(counts.items()))))
+        described = []
+        for value, n in sorted(counts.items()):
+            note = "" if value == tos else " - expected 0x%02x" % tos
+            described.append("%d packet(s) with tos 0x%02x (DSCP %d, ECN %d)%s" % (n, value, value >> 2, value & 3, note))
+        lines.append("%s (%s): %s" % (name, address, ", ".join(described)))
     return ok, lines
 
 
@@ -82,11 +82,11 @@ def lab_status():
 
 
 def ssh(vm, command, **kwargs):
-    return subprocess.run(LAB + ["ssh", vm, command], capture_output=True, text=True, **kwargs)
+    return subprocess.run(LAB + ["ssh", vm, command], check=False, capture_output=True, text=True, **kwargs)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("client")
     parser.add_argument("server")
     which = parser.add_mutually_exclusive_group(required=True)

@@ -154,4 +154,3 @@ def plan_boot_reapply(plan, host, runner, devices, adopt=False):
         plan.then("systemctl daemon-reload", lambda: daemon_reload(host, runner))
         plan.then("udevadm control --reload", lambda: reload_udev(host, runner))
     return [SCRIPT_PATH, UNIT_PATH, RULES_PATH]
-

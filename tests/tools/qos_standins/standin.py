@@ -78,8 +78,8 @@ def render_mlnx_qos(state, show_all=False):
             for start in range(0, len(dscps), 8):
                 out.append("\tprio:%d dscp:%s" % (prio, "".join("%02d," % d for d in dscps[start:start + 8])))
     if state["buffer_size"] is not None:
-        out.append("Receive buffer size (bytes): %s,max_buffer_size=%d" % (",".join(str(b) for b in state["buffer_size"]),
-                                                                         state["total_size"]))
+        sizes = ",".join(str(b) for b in state["buffer_size"])
+        out.append("Receive buffer size (bytes): %s,max_buffer_size=%d" % (sizes, state["total_size"]))
     out.append("Cable len: %d" % state["delay"])
     out.append("PFC configuration:")
     out.append("\tpriority    0   1   2   3   4   5   6   7")
@@ -122,7 +122,7 @@ def mlnx_qos(argv):
     if state["unsupported"]:
         fail("[Errno 95] Operation not supported")
     check_fail(state, ["mlnx_qos"] + argv)
-    opts = [opt for opt, _ in sets]
+    opts = [pair[0] for pair in sets]
     if "--trust" in opts and "--dscp2prio" in opts:
         fail("trust and dscp2prio commands cannot be used at the same time.")
     for opt, value in sets:
@@ -270,12 +270,13 @@ def dcb(argv):
 
 
 def main():
-    tool = os.path.basename(sys.argv[0])
-    log([tool] + sys.argv[1:])
+    # run as "standin.py TOOL ARGS..." by the sh wrappers named after the tools
+    tool, args = sys.argv[1], sys.argv[2:]
+    log([tool] + args)
     if tool == "mlnx_qos":
-        mlnx_qos(sys.argv[1:])
+        mlnx_qos(args)
     else:
-        dcb(sys.argv[1:])
+        dcb(args)
 
 
 if __name__ == "__main__":

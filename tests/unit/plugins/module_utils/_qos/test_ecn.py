@@ -216,7 +216,7 @@ def test_reapply_commands_are_the_whole_desired_state(tmp_path):
     # Run twice against a tree: the second run finds nothing to change.
     root = tree(tmp_path)
     host = HostRoot(str(root))
-    for _ in range(2):
+    for _round in range(2):
         for step in steps:
             files.write_attribute(host, step["path"], step["value"])
     result, _plan = execute(engine(root, priorities=[3], cnp_dscp=48))

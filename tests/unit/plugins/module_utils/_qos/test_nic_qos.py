@@ -131,9 +131,9 @@ def test_reapply_commands_dcb_and_mlnx_qos():
 @pytest.mark.parametrize("backend", ["dcb", "mlnx_qos"])
 def test_reapply_twice_gives_the_same_state(tmp_path, backend):
     rig = Rig(tmp_path)
+    ets = dict(tsa=["ets", "strict", "strict", "ets"] + ["strict"] * 4, bw=[50, 0, 0, 50, 0, 0, 0, 0])
     desired = dict(interface="ens1f0np0", trust="dscp", dscp2prio={26: 3, 48: 6}, pfc=[3],
-                   prio_tc=[0, 0, 0, 3, 0, 0, 6, 0], ets=dict(tsa=["ets", "strict", "strict", "ets"] + ["strict"] * 4,
-                                                             bw=[50, 0, 0, 50, 0, 0, 0, 0]), cable_len=30,
+                   prio_tc=[0, 0, 0, 3, 0, 0, 6, 0], ets=ets, cable_len=30,
                    buffer_size=[130944, 130944, 0, 0, 0, 0, 0, 0], prio2buffer=[0, 0, 0, 1, 0, 0, 0, 0])
     env = dict(os.environ, **rig.env)
     for _round in range(2):
@@ -142,9 +142,11 @@ def test_reapply_twice_gives_the_same_state(tmp_path, backend):
         if _round == 0:
             first = rig.state()
     assert rig.state() == first
+
     # the boot re-apply ends where a module run from the same (PCP, empty) start ends
     fresh = Rig(tmp_path / "fresh")
     fresh.run(backend=backend, **dict((k, v) for k, v in desired.items() if k != "interface"))
+
     def table_order_aside(state):  # the stand-in keeps app entries in the order they were added
         return dict(state, app=sorted(map(tuple, state.get("app", []))))
 
@@ -157,11 +159,11 @@ def test_standin_reproduces_the_recorded_mlnx_qos_outputs(tmp_path):
     rig = Rig(tmp_path, app=[[d, d >> 3] for d in range(64)], pfc=[False, False, False, True] + [False] * 4,
               buffer_size=[130944, 130944, 0, 0, 0, 0, 0, 0], prio2buffer=[0, 0, 0, 1, 0, 0, 0, 0])
     env = dict(os.environ, **rig.env)
-    out = subprocess.run([str(rig.bindir / "mlnx_qos"), "-i", "ens1f0np0"], env=env, capture_output=True, text=True)
+    out = subprocess.run(check=False, args=[str(rig.bindir / "mlnx_qos"), "-i", "ens1f0np0"], env=env, capture_output=True, text=True)
     with open(os.path.join(FIXTURES, "current-a-trust-dscp-pfc3.txt")) as handle:
         assert out.stdout == handle.read()
     rig.state_file.write_text("{}")
-    out = subprocess.run([str(rig.bindir / "mlnx_qos"), "-i", "ens1f0np0"], env=env, capture_output=True, text=True)
+    out = subprocess.run(check=False, args=[str(rig.bindir / "mlnx_qos"), "-i", "ens1f0np0"], env=env, capture_output=True, text=True)
     with open(os.path.join(FIXTURES, "current-c-boot-defaults.txt")) as handle:
         assert out.stdout == handle.read()
 
@@ -286,16 +288,16 @@ def netns():
     if REAL_DCB is None or shutil.which("ip") is None:
         pytest.skip("iproute2 dcb/ip not installed")
     name = "rdmaops-qos-%s" % uuid.uuid4().hex[:8]
-    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+    if subprocess.run(check=False, args=["ip", "netns", "add", name], capture_output=True).returncode != 0:
         pytest.skip("cannot create a network namespace here (needs root / CAP_SYS_ADMIN)")
     try:
-        made = subprocess.run(["ip", "-n", name, "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
+        made = subprocess.run(check=False, args=["ip", "-n", name, "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
                               capture_output=True)
         if made.returncode != 0:
             pytest.skip("cannot create a veth pair in a namespace: %s" % made.stderr)
         yield name
     finally:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        subprocess.run(check=False, args=["ip", "netns", "del", name], capture_output=True)
 
 
 def test_real_dcb_operation_not_supported_names_the_driver(tmp_path, netns):
