@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import int_or_none
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import roce_active_mtu
 
@@ -19,40 +20,30 @@ def roce_mtu_mismatches(rdma, host_mtu, interfaces=None, host=None):
     if mtu is None:
         raise AnsibleFilterError("roce_mtu_mismatches: host_mtu=%r is not an integer" % (host_mtu,))
     host_mtu = mtu
-    if isinstance(interfaces, str):
-        # one netdev name, not a list of its characters
-        interfaces = [interfaces]
-    wanted = set(interfaces) if interfaces else None
     netdevs = rdma.get("netdevs") or {}
     out = []
-    for device in sorted(rdma["devices"]):
-        ports = rdma["devices"][device].get("ports") or {}
-        for port_name in sorted(ports, key=lambda name: int(name) if str(name).isdigit() else 0):
-            port = ports[port_name]
-            netdev = port.get("netdev")
-            if port.get("link_layer") != "Ethernet" or not netdev or (wanted is not None and netdev not in wanted):
-                continue
-            netdev_mtu = (netdevs.get(netdev) or {}).get("mtu")
-            expected = roce_active_mtu(host_mtu, port.get("max_mtu") or 4096)
-            problems = []
-            if netdev_mtu != host_mtu:
-                problems.append("netdev MTU %s, not %d" % (netdev_mtu, host_mtu))
-            if port.get("active_mtu") != expected:
-                problems.append("active_mtu %s, not %s" % (port.get("active_mtu"), expected))
-            if problems:
-                out.append(
-                    dict(
-                        host=host,
-                        device=device,
-                        port=str(port_name),
-                        netdev=netdev,
-                        netdev_mtu=netdev_mtu,
-                        active_mtu=port.get("active_mtu"),
-                        expected_active_mtu=expected,
-                        mtu_source=port.get("mtu_source"),
-                        problem="; ".join(problems),
-                    )
+    for device, port_name, port, netdev in roce_ports(rdma, interfaces):
+        netdev_mtu = (netdevs.get(netdev) or {}).get("mtu")
+        expected = roce_active_mtu(host_mtu, port.get("max_mtu") or 4096)
+        problems = []
+        if netdev_mtu != host_mtu:
+            problems.append("netdev MTU %s, not %d" % (netdev_mtu, host_mtu))
+        if port.get("active_mtu") != expected:
+            problems.append("active_mtu %s, not %s" % (port.get("active_mtu"), expected))
+        if problems:
+            out.append(
+                dict(
+                    host=host,
+                    device=device,
+                    port=str(port_name),
+                    netdev=netdev,
+                    netdev_mtu=netdev_mtu,
+                    active_mtu=port.get("active_mtu"),
+                    expected_active_mtu=expected,
+                    mtu_source=port.get("mtu_source"),
+                    problem="; ".join(problems),
                 )
+            )
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, resolve_intent
 
 
@@ -18,25 +19,13 @@ def nic_ports(rdma, intent, interfaces=None):
         intent = resolve_intent(intent)
     except IntentError as exc:
         raise AnsibleFilterError(str(exc))
-    if isinstance(interfaces, str):
-        interfaces = [interfaces]
-    wanted = set(interfaces) if interfaces else None
     qos = dict(trust=intent["trust"], pfc=list(intent["pfc_priorities"]),
                dscp2prio=dict((int(dscp), prio) for dscp, prio in intent["dscp_to_priority"].items()))
     ecn = dict(priorities=list(intent["ecn_priorities"]), exclusive=True,
                cnp_dscp=intent["cnp_dscp"], cnp_802p_prio=intent["cnp_priority"])
     tos = dict(tos=intent["roce_tos"], roce_mode="v2" if intent["roce_mode"] == "RoCE v2" else "v1")
-    out = []
-    for device in sorted(rdma["devices"]):
-        ports = rdma["devices"][device].get("ports") or {}
-        for port_name in sorted(ports, key=lambda name: int(name) if str(name).isdigit() else 0):
-            port = ports[port_name]
-            netdev = port.get("netdev")
-            if port.get("link_layer") != "Ethernet" or not netdev or (wanted is not None and netdev not in wanted):
-                continue
-            out.append(dict(interface=netdev, device=device, port=int(port_name),
-                            qos=dict(qos), ecn=dict(ecn), tos=dict(tos)))
-    return out
+    return [dict(interface=netdev, device=device, port=int(port_name), qos=dict(qos), ecn=dict(ecn), tos=dict(tos))
+            for device, port_name, _port, netdev in roce_ports(rdma, interfaces)]
 
 
 class FilterModule:
