@@ -26,6 +26,22 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._qos import boot, ecn
 PARTS = ("qos", "ecn", "tos")
 
 
+class _PartContext:
+    """The host's context for one port's engine, with its warnings kept back, so the layer can say
+    what a driver cannot do once per host, not once per netdev."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+        self.warnings = []
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def warn(self, message):
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+
 class NicLayer(Engine):
     """``rdmaops.roce.nic_layer``: ``ports`` is a list of ``{interface, device, port, qos, ecn, tos}``."""
 
@@ -52,8 +68,8 @@ class NicLayer(Engine):
             if entry.get("qos"):
                 self._add(entry, "qos", nic_qos.NicQos(self.ctx, dict(entry["qos"], interface=entry["interface"])))
             if entry.get("ecn"):
-                self._add(entry, "ecn", ecn.RoceEcn(self.ctx, dict(entry["ecn"], interface=entry["interface"],
-                                                                   unsupported=self.unsupported_policy)))
+                self._add(entry, "ecn", ecn.RoceEcn(_PartContext(self.ctx), dict(entry["ecn"], interface=entry["interface"],
+                                                                                 unsupported=self.unsupported_policy)))
             if entry.get("tos"):
                 self._add(entry, "tos", tos.RoceTos(self.ctx, dict(entry["tos"], device=entry["device"],
                                                                    port=entry.get("port", 1))))
@@ -84,6 +100,7 @@ class NicLayer(Engine):
     def plan(self, plan):
         for _entry, _part, engine in self.engines:
             engine.plan(plan)
+        self._say_once("ECN")
         if self.params.get("boot_reapply", True):
             self.boot_paths = boot.plan_boot_reapply(plan, self.host, self.runner, self.reapply_steps(),
                                                      adopt=bool(self.params.get("adopt")))
@@ -105,7 +122,21 @@ class NicLayer(Engine):
         problems = []
         for _entry, _part, engine in self.engines:
             problems.extend(engine.verify())
+        self._say_once("ECN")
         return problems
+
+    def _say_once(self, what):
+        """One warning per host for what the ports' engines held back: the netdevs, and the first
+        port's words (the others' differ only in the netdev and its PCI address); each port's own
+        words stay in the result's ``unsupported``."""
+        held = [(entry["interface"], engine.ctx.warnings) for entry, _part, engine in self.engines
+                if isinstance(engine.ctx, _PartContext) and engine.ctx.warnings]
+        if held:
+            names = sorted(set(name for name, _warnings in held))
+            self.ctx.warn("%s on %s: %s" % (what, ", ".join(names), held[0][1][0]))
+            for name, warnings in held:
+                self.skipped.setdefault("ecn", {})[name] = warnings[0]
+                del warnings[:]
 
     def result(self):
         ports = []

@@ -141,3 +141,18 @@ def test_ports_must_name_interface_and_device(tmp_path):
         host.run(ports=[dict(interface="ens1f0np0")])
     with pytest.raises(InputError):
         host.run(ports=[])
+
+
+def test_a_driver_without_the_ecn_tree_is_said_once_for_every_port(tmp_path):
+    root = tmp_path / "host"
+    hosttree.materialize(trees.cx7(ecn=False), root)
+    module = Module(str(tmp_path), {})
+    ctx = Context(module, host=HostRoot(str(root)), runner=CommandRunner(module))
+    ecn = dict(priorities=[3], exclusive=True)
+    ports = [dict(interface="ens1f0np0", device="mlx5_0", ecn=ecn, tos=dict(tos=106)),
+             dict(interface="ens1f1np1", device="mlx5_1", ecn=ecn)]
+    result, _plan = execute(NicLayer(ctx, dict(ports=ports, boot_reapply=False)), Plan())
+    assert len(ctx.warnings) == 1, ctx.warnings
+    assert ctx.warnings[0].startswith("ECN on ens1f0np0, ens1f1np1: not applied at runtime (priorities): ens1f0np0 has no ECN")
+    assert sorted(result["unsupported"]["ecn"]) == ["ens1f0np0", "ens1f1np1"]
+    assert "ens1f1np1 has no ECN sysfs tree" in result["unsupported"]["ecn"]["ens1f1np1"]
