@@ -5,6 +5,7 @@ The collection's Python code imports itself by its full name, so the tests put a
 export the same tree as ANSIBLE_COLLECTIONS_PATH for tests that run ansible itself).
 """
 
+import hashlib
 import os
 import sys
 import tempfile
@@ -17,7 +18,10 @@ def _collections_root():
     parts = REPO_ROOT.split(os.sep)
     if len(parts) >= 3 and parts[-3] == "ansible_collections":
         return os.sep.join(parts[:-3])
-    root = os.path.join(tempfile.gettempdir(), "rdmaops-roce-collections-%d" % os.getuid())
+    # One tree per checkout: worktrees and clean clones testing side by side must not
+    # repoint each other's link.
+    checkout = hashlib.sha256(REPO_ROOT.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    root = os.path.join(tempfile.gettempdir(), "rdmaops-roce-collections-%d-%s" % (os.getuid(), checkout))
     link = os.path.join(root, "ansible_collections", "rdmaops", "roce")
     if os.path.realpath(link) != REPO_ROOT:
         os.makedirs(os.path.dirname(link), exist_ok=True)
