@@ -9,13 +9,18 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: nic_layer
-short_description: The RoCE QoS of every RDMA port of a host in one call, re-applied at boot
+short_description: The MTU of every RDMA link and the RoCE QoS of every RDMA port of a host in one call, QoS re-applied at boot
 version_added: 0.2.0
 description:
-  - Runs, for each port in O(ports), the engines of M(rdmaops.roce.nic_qos) (trust, PFC, ETS, buffers),
+  - Runs, for each link in O(link_mtu.interfaces), the engine of M(rdmaops.roce.link_mtu) (MTU now and persisted,
+    management path protected), and then, for each port in O(ports), the engines of M(rdmaops.roce.nic_qos)
+    (trust, PFC, ETS, buffers),
     M(rdmaops.roce.roce_ecn) (ECN/DCQCN) and M(rdmaops.roce.roce_tos) (RDMA-CM ToS and RoCE mode),
     planned together, so there is one module round trip per host, one check mode prediction, one diff and one
-    truthful result when applying stops part-way.
+    truthful result when applying stops part-way (what can be undone is undone, the MTU included).
+  - The links share one view of the network configuration, so links configured in the same file (two
+    C(iface) stanzas of C(/etc/network/interfaces)) make one write, and each activation command
+    (C(netplan generate), C(networkctl reload)) runs once.
   - Installs the boot-time re-apply generated from the same desired state
     (C(/usr/local/sbin/rdmaops-nic-reapply), the template unit C(rdmaops-nic-qos@.service) and a udev rule
     that starts it for every RDMA device that appears, at boot and after a driver reload), because none of
@@ -27,12 +32,49 @@ description:
 author:
   - rdmaops developers (@rdmaops)
 options:
+  link_mtu:
+    description:
+      - The MTU of the RDMA links, with the options of M(rdmaops.roce.link_mtu); omitted or without
+        O(link_mtu.interfaces) to leave MTUs alone.
+    type: dict
+    suboptions:
+      interfaces:
+        description: The links, by kernel name.
+        type: list
+        elements: str
+        default: []
+      mtu:
+        description: The MTU in bytes (required with O(link_mtu.interfaces)).
+        type: int
+      persist:
+        description: As O(rdmaops.roce.link_mtu#module:persist).
+        type: bool
+        default: true
+      backend:
+        description: As O(rdmaops.roce.link_mtu#module:backend).
+        type: str
+        choices: [auto, netplan, networkmanager, networkd, ifupdown, ifcfg, runtime]
+        default: auto
+      raise_lower:
+        description: As O(rdmaops.roce.link_mtu#module:raise_lower).
+        type: bool
+        default: true
+      allow_management_change:
+        description: As O(rdmaops.roce.link_mtu#module:allow_management_change).
+        type: bool
+        default: false
+      management_interfaces:
+        description: As O(rdmaops.roce.link_mtu#module:management_interfaces).
+        type: list
+        elements: str
+        default: []
   ports:
     description:
-      - One entry per RDMA port.
+      - One entry per RDMA port. At least one of O(ports) and O(link_mtu.interfaces) is needed.
+      - With no port, the boot-time re-apply files are removed (there is nothing to re-apply).
     type: list
     elements: dict
-    required: true
+    default: []
     suboptions:
       interface:
         description: The netdev of the port.
@@ -75,8 +117,11 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: The lossless RoCE profile on two ports
+- name: MTU 9000 and the lossless RoCE profile on two ports
   rdmaops.roce.nic_layer:
+    link_mtu:
+      mtu: 9000
+      interfaces: [ens1f0np0, ens1f1np1]
     ports:
       - interface: ens1f0np0
         device: mlx5_0
@@ -91,6 +136,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+link_mtu:
+  description:
+    - C(links) holds each link as M(rdmaops.roce.link_mtu) returns it, without C(commands); C(commands) the
+      commands that changed or activated something for all links; C(mtu) the MTU asked.
+    - C(management_change) is true when a change reached the management path (allowed by
+      O(link_mtu.allow_management_change)); re-test the connection then.
+  returned: always
+  type: dict
+  sample: {mtu: 9000, links: [], commands: ["ip link set dev ens1f0np0 mtu 9000"], management_change: false}
 ports:
   description: Per port, the result of each part as its fine-grained module returns it.
   returned: always
@@ -120,10 +174,23 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            link_mtu=dict(
+                type="dict",
+                options=dict(
+                    interfaces=dict(type="list", elements="str", default=[]),
+                    mtu=dict(type="int"),
+                    persist=dict(type="bool", default=True),
+                    backend=dict(type="str", default="auto",
+                                 choices=["auto", "netplan", "networkmanager", "networkd", "ifupdown", "ifcfg", "runtime"]),
+                    raise_lower=dict(type="bool", default=True),
+                    allow_management_change=dict(type="bool", default=False),
+                    management_interfaces=dict(type="list", elements="str", default=[]),
+                ),
+            ),
             ports=dict(
                 type="list",
                 elements="dict",
-                required=True,
+                default=[],
                 options=dict(
                     interface=dict(type="str", required=True),
                     device=dict(type="str", required=True),

@@ -77,15 +77,18 @@ def test_role_sets_persists_verifies_and_repeats_without_change(tmp_path):
     root, env = lab_vm(tmp_path, "rxe_bookworm_mtu9000.json")
     stats, tasks = play(tmp_path, env)
     assert stats["failures"] == 0, tasks
-    result = tasks["Set the MTU of each link, now and persistently"]["results"][0]
-    assert (result["item"], result["changed"], result["backend"]) == ("ens4", True, "ifupdown")
+    layer = tasks["MTU of every RDMA link and QoS of every RoCE port (trust, PFC, ECN, ToS), re-applied at boot"]
+    # one module call for the whole layer: the MTU of the link and the QoS of its RoCE port
+    assert layer["changed"] is True and [link["interface"] for link in layer["link_mtu"]["links"]] == ["ens4"]
+    result = layer["link_mtu"]["links"][0]
+    assert result["backend"] == "ifupdown" and layer["link_mtu"]["commands"][0] == "ip link set dev ens4 mtu 9000"
     assert result["management"]["interfaces"]["ens3"] == ["holds 10.0.2.15, the address this SSH connection came in on"]
     assert sys_mtu(root, "ens4") == 9000 and sys_mtu(root, "ens3") == 1500
     assert "iface ens4 inet manual\n    mtu 9000\n" in (root / "etc/network/interfaces").read_text()
     assert tasks["Check each port's RoCE active_mtu"]["msg"] == "1 RoCE port(s) on ens4 at MTU 9000, active_mtu 4096"
     assert tasks["Re-test the connection after a management interface changed"].get("skipped") is True
     # QoS in one call: virtio has no DCB (said once), no OFED ECN tree; the RDMA-CM ToS is set and re-applied at boot
-    qos = tasks["NIC QoS of every RoCE port (trust, PFC, ECN, ToS), re-applied at boot"]
+    qos = layer
     assert list(qos["unsupported"]["qos"]) == ["ens4"] and qos["ports"][0]["device"] == "rxe0"
     assert [w for w in qos["warnings"] if w.startswith("trust, PFC and ETS not applied on ens4")] == [qos["warnings"][0]]
     # no OFED ECN tree on virtio, and no ConnectX whose firmware could take it instead
@@ -97,6 +100,8 @@ def test_role_sets_persists_verifies_and_repeats_without_change(tmp_path):
 
     stats, tasks = play(tmp_path, env)
     assert stats["failures"] == 0 and stats["changed"] == 0, tasks
+    # the repeat reuses nothing stale and gathers nothing twice: facts once, the layer once
+    assert tasks["Gather RDMA facts again after a live MTU changed"].get("skipped") is True
 
 
 def test_role_reports_the_port_whose_active_mtu_stays_low(tmp_path):
@@ -112,7 +117,7 @@ def test_role_refuses_the_management_nic(tmp_path):
     root, env = lab_vm(tmp_path, "rxe_bookworm_mtu9000.json")
     stats, tasks = play(tmp_path, env, {"nic_interfaces": ["ens3"]})
     assert stats["failures"] == 1
-    result = tasks["Set the MTU of each link, now and persistently"]["results"][0]
+    result = tasks["MTU of every RDMA link and QoS of every RoCE port (trust, PFC, ECN, ToS), re-applied at boot"]
     assert result["msg"].startswith("refusing to change the MTU of ens3: it is on the path that carries the Ansible connection")
     assert sys_mtu(root, "ens3") == 1500
     assert (root / "etc/network/interfaces").read_text() == LAB_INTERFACES

@@ -48,11 +48,15 @@ MTU_MAX = 65535
 class LinkMtu(Engine):
     """One run of the link_mtu module."""
 
-    def __init__(self, ctx, params, environ=None):
+    def __init__(self, ctx, params, environ=None, config_ctx=None):
+        """``config_ctx``: a :class:`backends.Context` shared by the links of one host planned
+        together (the NIC layer), so two links configured in one file build on each other's edit
+        and each file is written once; such a caller plans the files and activations itself
+        (``plan(plan, files=False)``, then :meth:`plan_shared`)."""
         super(LinkMtu, self).__init__(ctx, params)
         self.environ = os.environ if environ is None else environ
-        self.links = Links(self.host)
-        self.config_ctx = backends.Context(self.host, self.runner, self.links)
+        self.config_ctx = config_ctx or backends.Context(self.host, self.runner, Links(self.host))
+        self.links = self.config_ctx.links
         # Commands that change something or activate it, as people read them (the read-only
         # queries are left out); the configuration backends add theirs to the same list.
         self.commands = self.config_ctx.commands
@@ -93,7 +97,9 @@ class LinkMtu(Engine):
         # The management path is checked twice: for the live changes before anything else is
         # looked at, then for the persistent ones once it is known what configures each link.
         path = ManagementPath(self.host, self.runner, self.links, environ=self.environ)
-        self.management = path.detect(interfaces=self.params.get("management_interfaces") or ())
+        extra = tuple(self.params.get("management_interfaces") or ())
+        # once per host when links share the context: the path does not depend on the link
+        self.management = self.config_ctx.cached(("management", extra), lambda: path.detect(interfaces=extra))
         self.mgmt_result.update(interfaces=self.management["interfaces"], protected=sorted(self.management["protected"]))
         self._path = path
         self.on_path = self._guard([dev for dev, _c, _w in self.steps])
@@ -198,7 +204,7 @@ class LinkMtu(Engine):
         return on_path
 
     # -- plan ---------------------------------------------------------------------------------
-    def plan(self, plan):
+    def plan(self, plan, files=True):
         name, mtu = self.name, self.mtu
         for dev, current, wanted in self.steps:
             plan.add(
@@ -218,10 +224,23 @@ class LinkMtu(Engine):
             for cmd in planned:
                 if cmd not in self.activations:
                     self.activations.append(cmd)
-        self.config_ctx.plan_files(plan, adopt=self.params.get("adopt", False))
-        for cmd in self.activations:
-            plan.then(" ".join(cmd["argv"]), self._activation(cmd), validates=cmd["validates"])
         self.planned = plan
+        if files:
+            self.plan_shared(plan, [self], adopt=self.params.get("adopt", False))
+
+    @staticmethod
+    def plan_shared(plan, engines, adopt=False):
+        """The files staged by ``engines`` (sharing one context) and their activation commands,
+        each once, after every runtime change."""
+        if not engines:
+            return
+        engines[0].config_ctx.plan_files(plan, adopt=adopt)
+        seen = []
+        for engine in engines:
+            for cmd in engine.activations:
+                if cmd not in seen:
+                    seen.append(cmd)
+                    plan.then(" ".join(cmd["argv"]), engine._activation(cmd), validates=cmd["validates"])
 
     def _setter(self, dev, mtu):
         def action():

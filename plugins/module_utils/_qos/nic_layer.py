@@ -1,14 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The NIC QoS layer of a host in one module run: every RDMA port's engines in one plan.
+"""The NIC layer of a host in one module run: every RDMA link's MTU and every RDMA port's QoS
+engines in one plan.
 
-A host with 8 RDMA NICs must not cost 8 x 3 module round trips, so the role makes one call
-with every port; this engine builds, for each, the same engines the fine-grained modules run
-(``NicQos``, ``RoceEcn``, ``RoceTos``), plans them all into one Plan (so check mode, diff and
-the truth about a part-way failure cover the whole layer), and plans the boot-time re-apply
-from their ``reapply_commands`` (one source of truth: what is applied now is what boot and a
-driver reload apply again).
+A host with 8 RDMA NICs must not cost 8 x 4 module round trips, so the role makes one call
+with every link and port; this engine builds, for each, the same engines the fine-grained
+modules run (``LinkMtu`` per link, sharing one view of the network configuration so that two
+links set in one file make one write; ``NicQos``, ``RoceEcn``, ``RoceTos`` per port), plans them
+all into one Plan (so check mode, diff and the truth about a part-way failure cover the whole
+layer: a QoS part that fails puts the MTU back too), and plans the boot-time re-apply from their
+``reapply_commands`` (one source of truth: what is applied now is what boot and a driver reload
+apply again). The MTU comes first: the RoCE MTU a port negotiates follows its netdev's.
 
 A part the driver cannot do (no DCB ops on a virtio or rxe netdev, no OFED ECN tree) is, with
 ``unsupported: warn``, reported once per host and part, naming the netdevs and what to do, and
@@ -21,9 +24,14 @@ __metaclass__ = type
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends as mtu_backends
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos import boot, ecn, nic_qos, tos
 
 PARTS = ("qos", "ecn", "tos")
+# link_mtu's options, passed through to each link's engine
+LINK_MTU_KEYS = ("mtu", "persist", "backend", "raise_lower", "allow_management_change", "management_interfaces")
 
 
 class _PartContext:
@@ -43,22 +51,30 @@ class _PartContext:
 
 
 class NicLayer(Engine):
-    """``rdmaops.roce.nic_layer``: ``ports`` is a list of ``{interface, device, port, qos, ecn, tos}``."""
+    """``rdmaops.roce.nic_layer``: ``link_mtu`` is ``{mtu, interfaces, persist, backend, ...}`` (the
+    options of link_mtu, ``interfaces`` for ``interface``), ``ports`` a list of
+    ``{interface, device, port, qos, ecn, tos}``."""
 
     commands_key = None  # each part reports its own commands
 
-    def __init__(self, ctx, params):
+    def __init__(self, ctx, params, environ=None):
         super(NicLayer, self).__init__(ctx, params)
+        self.environ = environ  # the SSH connection's environment, for the links' management guard
         self.unsupported_policy = params.get("unsupported") or "warn"
         self.engines = []  # (port entry, part, engine)
         self.skipped = {}  # part -> {interface: why}
         self.boot_paths = []
+        self.mtu_engines = []
 
     def validate(self):
-        ports = self.params.get("ports")
-        if not isinstance(ports, list) or not ports:
-            raise InputError("ports must be a non-empty list of RDMA ports ({interface, device, port, qos, ecn, tos})",
+        ports = self.params.get("ports") or []
+        link_mtu = self.params.get("link_mtu") or {}
+        if not isinstance(ports, list):
+            raise InputError("ports must be a list of RDMA ports ({interface, device, port, qos, ecn, tos})", option="ports")
+        if not ports and not link_mtu.get("interfaces"):
+            raise InputError("nothing to do: give ports (RDMA ports and their QoS) or link_mtu.interfaces (links and their MTU)",
                              option="ports")
+        self._validate_mtu(link_mtu)
         if self.unsupported_policy not in ("warn", "fail"):
             raise InputError("unsupported must be warn or fail, got %r" % (self.unsupported_policy,), option="unsupported")
         for index, entry in enumerate(ports):
@@ -76,10 +92,28 @@ class NicLayer(Engine):
         for _entry, _part, engine in self.engines:
             engine.validate()
 
+    def _validate_mtu(self, link_mtu):
+        names = link_mtu.get("interfaces") or []
+        if not names:
+            return
+        if link_mtu.get("mtu") is None:
+            raise InputError("link_mtu.mtu is required with link_mtu.interfaces (9000 for jumbo RoCE)", option="link_mtu.mtu")
+        if len(set(names)) != len(names):
+            raise InputError("link_mtu.interfaces names a link twice: %s" % ", ".join(names), option="link_mtu.interfaces")
+        shared = mtu_backends.Context(self.host, self.runner, Links(self.host))
+        for name in names:
+            params = dict((key, link_mtu[key]) for key in LINK_MTU_KEYS if link_mtu.get(key) is not None)
+            params.update(interface=name, adopt=bool(self.params.get("adopt")))
+            engine = LinkMtu(self.ctx, params, environ=self.environ, config_ctx=shared)
+            engine.validate()
+            self.mtu_engines.append(engine)
+
     def _add(self, entry, part, engine):
         self.engines.append((entry, part, engine))
 
     def read(self):
+        for engine in self.mtu_engines:
+            engine.read()
         kept = []
         for entry, part, engine in self.engines:
             try:
@@ -98,6 +132,9 @@ class NicLayer(Engine):
                 by_interface[sorted(by_interface)[0]]))
 
     def plan(self, plan):
+        for engine in self.mtu_engines:
+            engine.plan(plan, files=False)
+        LinkMtu.plan_shared(plan, self.mtu_engines, adopt=bool(self.params.get("adopt")))
         for _entry, _part, engine in self.engines:
             engine.plan(plan)
         self._say_once("ECN")
@@ -120,6 +157,8 @@ class NicLayer(Engine):
 
     def verify(self):
         problems = []
+        for engine in self.mtu_engines:
+            problems.extend(engine.verify())
         for _entry, _part, engine in self.engines:
             problems.extend(engine.verify())
         self._say_once("ECN")
@@ -147,4 +186,20 @@ class NicLayer(Engine):
                 by_port[key] = dict(interface=key[0], device=key[1], port=key[2])
                 ports.append(by_port[key])
             by_port[key][part] = engine.result()
-        return dict(ports=ports, unsupported=self.skipped, boot_reapply=self.boot_paths)
+        return dict(ports=ports, unsupported=self.skipped, boot_reapply=self.boot_paths, link_mtu=self._mtu_result())
+
+    def _mtu_result(self):
+        """Each link as link_mtu reports it, less the commands, which the links share and are
+        reported once; ``management_change`` says whether the connection should be re-tested."""
+        if not self.mtu_engines:
+            return dict(links=[], commands=[], management_change=False)
+        links = []
+        commands = []
+        for engine in self.mtu_engines:
+            one = engine.result()
+            for command in one.pop("commands"):
+                if command not in commands:
+                    commands.append(command)
+            links.append(one)
+        return dict(mtu=self.mtu_engines[0].mtu, links=links, commands=commands,
+                    management_change=any(link["management"]["change"] for link in links))
