@@ -18,8 +18,9 @@ ensure_apt() {
   [ "${#missing[@]}" -eq 0 ] && return 0
   log "apt-get install ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # wait for another apt (a parallel test run, unattended-upgrades) instead of failing on its lock
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 ensure_venv() {
