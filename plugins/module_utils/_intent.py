@@ -36,11 +36,19 @@ DEFAULTS = dict(
     switch_mtu=9216,
     global_pause=False,
     ecn=dict(min_threshold_bytes=150000, max_threshold_bytes=1500000, probability_percent=100),
+    # Switch egress scheduling: the RoCE class and the default class share the link by DWRR
+    # (the CNP class is strict priority and takes no share).
+    ets=dict(roce_percent=50, default_percent=50),
+    # The switches' PFC watchdog breaks pause storms (a stuck receiver must not stall the fabric).
+    pfc_watchdog=True,
 )
 
 # Keys a user may set; everything else is a typo and is refused.
 USER_KEYS = set(DEFAULTS) | set(["pfc_priorities", "ecn_priorities", "roce_tos"])
 ECN_KEYS = set(DEFAULTS["ecn"])
+ETS_KEYS = set(DEFAULTS["ets"])
+# switch_mtu may say "max": the largest MTU each switch's NOS accepts (the switch layer clamps).
+SWITCH_MTU_MAX_WORD = "max"
 
 MTU_MIN = 1280  # the IPv6 minimum; RoCE needs at least 1024 bytes of payload
 MTU_MAX = 9216  # the largest L2 MTU common switch ASICs accept
@@ -50,6 +58,12 @@ ECT1 = 1  # ECN-capable transport, codepoint 1
 ECT0 = 2  # ECN-capable transport codepoint the NICs set on RoCE packets
 CE = 3  # congestion experienced: set by a switch, never by a sender
 ECN_MASK = 3
+
+# The keys whose values are mappings of their own: (known keys, an example entry).
+SUB_MAPPINGS = {
+    "ecn": (ECN_KEYS, "probability_percent: 100"),
+    "ets": (ETS_KEYS, "roce_percent: 50, default_percent: 50"),
+}
 
 # A key as a user writes one: a plain name, matched whole (a trailing newline is not a name).
 KEY_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -218,19 +232,23 @@ def resolve_intent(raw):
     problems = []
     _check_keys(problems, "roce_fabric", raw, USER_KEYS, "preset or host_mtu")
     intent = copy.deepcopy(DEFAULTS)
-    ecn_ok = True
+    ecn_ok = ets_ok = True
     for key, value in raw.items():
         if not _is_text(key) or key not in USER_KEYS:
             continue
-        if key == "ecn":
+        if key in SUB_MAPPINGS:
+            known, example = SUB_MAPPINGS[key]
             if isinstance(value, Mapping):
-                _check_keys(problems, "roce_fabric.ecn", value, ECN_KEYS, "probability_percent")
-                intent["ecn"].update((name, item) for name, item in value.items() if _is_text(name) and name in ECN_KEYS)
+                _check_keys(problems, "roce_fabric." + key, value, known, example.split(":")[0])
+                intent[key].update((name, item) for name, item in value.items() if _is_text(name) and name in known)
             else:
-                ecn_ok = False
+                if key == "ecn":
+                    ecn_ok = False
+                else:
+                    ets_ok = False
                 problems.append(
-                    "%s: must be a mapping with %s, e.g. ecn: {probability_percent: 100}%s"
-                    % (_at("ecn", value), ", ".join(sorted(ECN_KEYS)), _not_kind(value, "a mapping"))
+                    "%s: must be a mapping with %s, e.g. %s: {%s}%s"
+                    % (_at(key, value), ", ".join(sorted(known)), key, example, _not_kind(value, "a mapping"))
                 )
         else:
             intent[key] = value
@@ -277,7 +295,14 @@ def resolve_intent(raw):
             )
 
     host_ok = _check_int(problems, "host_mtu", intent["host_mtu"], MTU_MIN, MTU_MAX, "9000 for jumbo RoCE")
-    switch_ok = _check_int(problems, "switch_mtu", intent["switch_mtu"], MTU_MIN, MTU_MAX, "9216 on most switches")
+    if intent["switch_mtu"] == SWITCH_MTU_MAX_WORD:
+        # Each switch gets the largest MTU its NOS accepts, at least as large as any host MTU here.
+        switch_ok = False
+    else:
+        switch_ok = _check_int(
+            problems, "switch_mtu", intent["switch_mtu"], MTU_MIN, MTU_MAX,
+            "9216 on most switches, or max for the largest each switch's NOS accepts",
+        )
     if host_ok and switch_ok and intent["host_mtu"] > intent["switch_mtu"]:
         problems.append(
             "roce_fabric.host_mtu=%d is above switch_mtu=%d: the switch would drop every full-size frame; "
@@ -314,6 +339,19 @@ def resolve_intent(raw):
                 % (ecn["min_threshold_bytes"], ecn["max_threshold_bytes"])
             )
         _check_int(problems, "ecn.probability_percent", ecn["probability_percent"], 1, 100, "marking probability at the max threshold")
+    if ets_ok:
+        ets = intent["ets"]
+        shares_ok = _check_int(problems, "ets.roce_percent", ets["roce_percent"], 1, 99, "the RoCE class's share of the link")
+        shares_ok &= _check_int(problems, "ets.default_percent", ets["default_percent"], 1, 99, "the default class's share of the link")
+        if shares_ok and ets["roce_percent"] + ets["default_percent"] != 100:
+            problems.append(
+                "roce_fabric.ets: roce_percent=%d and default_percent=%d must add up to 100 (e.g. 50 and 50)"
+                % (ets["roce_percent"], ets["default_percent"])
+            )
+    if not isinstance(intent["pfc_watchdog"], bool):
+        problems.append(
+            "%s: must be true or false%s" % (_at("pfc_watchdog", intent["pfc_watchdog"]), _not_kind(intent["pfc_watchdog"], "true/false"))
+        )
     if not isinstance(intent["global_pause"], bool):
         problems.append(
             "%s: must be true or false%s" % (_at("global_pause", intent["global_pause"]), _not_kind(intent["global_pause"], "true/false"))
