@@ -130,6 +130,10 @@ def check_classes(profile, nos_name):
             )
 
 
+def _default_last(tc):
+    return (tc == 0, tc)
+
+
 def _first(candidates):
     for value in candidates:
         return value
@@ -162,7 +166,8 @@ def fabric_from_facts(trust=None, dscp_to_tc=None, classified=(), pfc=None, stri
     fabric = {}
     if trust is not None:
         fabric["trust"] = trust
-    lossless = sorted(pfc or []) + sorted(ecn)
+    # the default class 0 is the RoCE class only when nothing else is lossless or marked
+    lossless = sorted(pfc or [], key=_default_last) + sorted(ecn, key=_default_last)
     roce = _first(tc for tc in lossless if tc in mapped)
     if roce is None:
         roce = _first(lossless)
