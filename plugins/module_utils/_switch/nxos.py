@@ -57,7 +57,7 @@ _PAUSE = re.compile(r"pause pfc-cos ([\d ,-]+)")
 _MTU = re.compile(r"mtu (\d+)")
 _SERVICE = re.compile(r"service-policy type (qos input|queuing output|network-qos) (\S+)")
 _INTERFACE = re.compile(r"interface (\S+)")
-_PFC_MODE = re.compile(r"priority-flow-control mode (on|off|auto)")
+_PFC_MODE = re.compile(r"priority-flow-control mode (on|off|auto)(?: send-tlv)?")
 _WATCHDOG = re.compile(r"(no )?priority-flow-control watch-dog-interval(?: (on|off))?")
 
 

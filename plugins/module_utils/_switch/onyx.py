@@ -119,6 +119,14 @@ def render(profile, interfaces, version):
     return lines
 
 
+def _expand(name):
+    """``1/1-1/4`` (the range form users type) -> ``["1/1", "1/2", "1/3", "1/4"]``."""
+    found = re.fullmatch(r"(\d+)/(\d+)-(\d+)/(\d+)", name)
+    if not found or found.group(1) != found.group(3):
+        return [name]
+    return ["%s/%d" % (found.group(1), port) for port in range(int(found.group(2)), int(found.group(4)) + 1)]
+
+
 def parse(text, version):
     """``{"fabric": ..., "interfaces": [...]}`` from Onyx running-config text (``##`` comments and
     the three-space indentation ``show running-config`` prints are skipped)."""
@@ -126,8 +134,9 @@ def parse(text, version):
     pfc_enabled, priorities = None, set()
 
     def port(name):
-        if name not in ports:
-            ports.append(name)
+        for one in _expand(name):
+            if one not in ports:
+                ports.append(one)
 
     for node in config_tree(text, comments=("#",)):
         line = node.line
@@ -154,11 +163,13 @@ def parse(text, version):
         found = _PFC_MODE.fullmatch(line)
         if found:
             port(found.group(1))
-            modes[found.group(1)] = not found.group(2)
+            for one in _expand(found.group(1)):
+                modes[one] = not found.group(2)
             continue
         found = _MTU.fullmatch(line)
         if found:
-            mtus[found.group(1)] = int(found.group(2))
+            for one in _expand(found.group(1)):
+                mtus[one] = int(found.group(2))
             continue
         found = _PFC_GLOBAL.fullmatch(line)
         if found:
