@@ -80,6 +80,10 @@ extends_documentation_fragment:
   - rdmaops.roce.attributes.action
 notes:
   - V(rendered) and V(parsed) need no switch; run them as C(ansible localhost -c local -m rdmaops.roce.switch_roce).
+  - For Arista EOS, Cisco NX-OS and NVIDIA Onyx only V(rendered) and V(parsed) are available; push the lines
+    with C(arista.eos.eos_config), C(cisco.nxos.nxos_config) or C(ansible.netcommon.cli_config) (Onyx), as the
+    collection's docs/switches.md shows. EOS ports take an MTU of at most 9214; Onyx takes ECN thresholds in
+    KB (1024 bytes) and refuses byte values that are not whole KB.
 seealso:
   - plugin: rdmaops.roce.roce_intent
     plugin_type: filter
