@@ -14,7 +14,7 @@ PLAYBOOK = """\
   roles:
     - role: rdmaops.roce.nccl
 """
-TASK = "NCCL's RoCE settings in /etc/nccl.conf from this host's RoCE ports and the fabric intent"
+TASK = "NCCL's RoCE settings from this host's RoCE ports and the fabric intent, in /etc/nccl.conf"
 # the lab VM's routes as /proc/net/route prints them: the default route through QEMU's 10.0.2.2 on ens3
 ROUTES = "".join("%-127s\n" % line for line in (
     "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT",
