@@ -307,9 +307,10 @@ class NcclConf(Engine):
                 self.ctx.warn("%s: %s=%s outside the rdmaops.roce block repeats this module's value; remove it, or "
                               "it will conflict when the value changes" % (self.path, name, files.for_display(value)))
             elif name.strip() in ours or name.strip().replace("export ", "", 1).strip() in ours:
+                meant = name.strip().split()[-1]
+                line = files.for_display(name + "=" + value)
                 self.ctx.warn("%s: the line %r is not read by NCCL as %s (NCCL takes the text before '=' "
-                              "verbatim: no spaces, no 'export')" % (self.path, files.for_display(name + "=" + value),
-                                                                    name.strip().split()[-1]))
+                              "verbatim: no spaces, no 'export')" % (self.path, line, meant))
         if self.conflicts:
             raise RefusedError(
                 "%s sets NCCL variables this module owns to other values, outside its block: %s. NCCL takes the first "
