@@ -32,7 +32,7 @@ def test_example_site_shape():
     assert hostvars["leaf-b"]["switch_nos"] == "sonic"
 
 
-ROLE_PREFIXES = ("ofed", "nic", "peermem", "tuning")
+ROLE_PREFIXES = ("ofed", "nic", "peermem", "tuning", "nccl")
 
 
 def role_options(role):

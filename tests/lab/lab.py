@@ -431,6 +431,12 @@ def render_inventory(vms, state_dir=None):
             "          lab_fabric_address: %s" % vm["fabric_address"],
             "          lab_fabric_netconf: %s" % vm.get("fabric_netconf", "ifupdown"),
         ]
+    # Every VM is also a "GPU host" for site.yml's NCCL play: the VMs have no GPU, and the nccl role
+    # needs none (nccl.conf comes from the RDMA devices), so the lab proves nccl.conf for real.
+    lines += [
+        "    gpu_hosts:",
+        "      hosts:",
+    ] + ["        %s:" % name for name in sorted(vms, key=lambda n: vms[n]["index"])]
     return "\n".join(lines) + "\n"
 
 

@@ -368,6 +368,7 @@ def test_ansible_reads_a_written_inventory_with_the_lab_group_vars(tmp_path):
     assert proc.returncode == 0, proc.stderr
     data = yaml.safe_load(proc.stdout)
     assert sorted(data["rdma_hosts"]["hosts"]) == ["vm1", "vm2", "vm3"]
+    assert sorted(data["gpu_hosts"]["hosts"]) == ["vm1", "vm2", "vm3"]  # site.yml's NCCL play runs on them
     hostvars = data["_meta"]["hostvars"]["vm3"]
     assert hostvars["ansible_port"] == 2223
     assert hostvars["roce_fabric"]["preset"] == "lossless"  # group_vars of inventories/lab come along
