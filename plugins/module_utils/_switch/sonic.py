@@ -549,7 +549,7 @@ class SonicSwitch:
         saved = self.runner.run(["config", "checkpoint", checkpoint], check=False)
         if saved.rc != 0:
             raise RdmaopsError("config checkpoint %s failed, so nothing was applied: %s" % (checkpoint, self._say(saved)),
-                               rolled_back=False)
+                               checkpoint_restored=False)
         path = self._patch_file(ops)
         try:
             result = self.runner.run(["config", "apply-patch", path], check=False)
@@ -566,12 +566,12 @@ class SonicSwitch:
         if undone.rc == 0:
             self.runner.run(["config", "delete-checkpoint", checkpoint], check=False)
             raise RdmaopsError("config apply-patch failed: %s; rolled back to checkpoint %s, so CONFIG_DB is as it was"
-                               % (said, checkpoint), rolled_back=True, checkpoint=checkpoint)
+                               % (said, checkpoint), checkpoint_restored=True, checkpoint=checkpoint)
         raise RdmaopsError(
             "config apply-patch failed: %s; and config rollback %s failed too: %s. CONFIG_DB may be partly changed: "
             "the checkpoint is kept, roll back by hand with: config rollback %s"
             % (said, checkpoint, self._say(undone), checkpoint),
-            rolled_back=False, checkpoint=checkpoint, left_changed=True)
+            checkpoint_restored=False, checkpoint=checkpoint, left_changed=True)
 
 
 def connect(ctx):

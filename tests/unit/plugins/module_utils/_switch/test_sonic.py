@@ -278,10 +278,63 @@ def test_apply_tells_the_truth_about_rollback():
     ctx = Ctx({"config apply-patch": 1})
     with pytest.raises(RdmaopsError) as err:
         sonic.connect(ctx).apply(ops)
-    assert err.value.details["rolled_back"] is True and "left_changed" not in err.value.details
+    assert err.value.details["checkpoint_restored"] is True and "left_changed" not in err.value.details
     assert ctx.runner.commands == ["config checkpoint", "config apply-patch", "config rollback",
                                    "config delete-checkpoint"]
     ctx = Ctx({"config apply-patch": 1, "config rollback": 1})
     with pytest.raises(RdmaopsError) as err:
         sonic.connect(ctx).apply(ops)
     assert err.value.details["left_changed"] is True and "config rollback" in err.value.msg
+
+
+class FakeSwitch:
+    """A CONFIG_DB in memory that takes patches the way the Generic Config Updater does."""
+
+    def __init__(self, config):
+        self.config = copy.deepcopy(config)
+        self.applied = []
+        self.dry_runs = 0
+
+    def version(self):
+        return "202411"
+
+    def read(self):
+        return copy.deepcopy(self.config)
+
+    def dry_run(self, ops):
+        self.dry_runs += 1
+
+    def apply(self, ops):
+        import jsonpatch
+        self.config = jsonpatch.apply_patch(self.config, ops)
+        self.applied.append(ops)
+
+
+class FakeModule:
+    def __init__(self, check_mode):
+        self.check_mode = check_mode
+        self._diff = True
+        self.no_log_values = set()
+
+
+def run_engine(monkeypatch, switch, check_mode=False, **params):
+    from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, execute
+    from ansible_collections.rdmaops.roce.plugins.module_utils._switch.resource import SwitchRoce
+    monkeypatch.setattr(sonic, "connect", lambda ctx: switch)
+    full = dict(state="merged", os="sonic", mtu_policy="clamp", nos_version=None, config=None, running_config=None)
+    full.update(params)
+    result, dummy = execute(SwitchRoce(Context(FakeModule(check_mode), runner=object()), full))
+    return result
+
+
+def test_engine_a_change_the_profile_summary_does_not_show_is_still_a_change(monkeypatch):
+    switch = FakeSwitch(STOCK)
+    config = {"fabric": {"switch_mtu": 9100}, "interfaces": ["Ethernet12"]}  # Ethernet0 speaks for the switch
+    checked = run_engine(monkeypatch, switch, check_mode=True, config=config)
+    assert checked["changed"] and checked["commands"] and switch.applied == [] and switch.dry_runs == 1
+    assert checked["before"] == checked["after"]
+    assert checked["diff"][0]["after"]["switch_commands"] == checked["commands"]
+    result = run_engine(monkeypatch, switch, config=config)
+    assert result["changed"] and switch.config["PORT_QOS_MAP"]["Ethernet12"]["dscp_to_tc_map"] == "ROCE"
+    again = run_engine(monkeypatch, switch, config=config)
+    assert not again["changed"] and again["commands"] == []
