@@ -512,8 +512,8 @@ class SonicSwitch:
         if release not in VERSIONS:
             raise InputError(
                 "this switch runs SONiC release %s (%s); the module writes for %s: set nos_version to the nearest "
-                "of them if that release's YANG models accept the same QoS tables" % (release, self.VERSION_FILE,
-                                                                                    ", ".join(VERSIONS)),
+                "of them if that release's YANG models accept the same QoS tables"
+                % (release, self.VERSION_FILE, ", ".join(VERSIONS)),
                 option="nos_version")
         return release
 

@@ -155,8 +155,8 @@ def test_merged_splits_queue_ranges_and_keeps_the_other_queues():
         "Ethernet12|4": {"scheduler": "scheduler.1", "wred_profile": "AZURE_LOSSLESS"},
         "Ethernet12|5": {"scheduler": "scheduler.0"}, "Ethernet12|6": {"scheduler": "ROCE_STRICT"}}
     dummy, replaced = sonic.plan("replaced", profile, ifs, STOCK, "202511")
-    assert sorted(k for k in replaced["QUEUE"] if k.startswith("Ethernet12|")) == ["Ethernet12|0", "Ethernet12|3",
-                                                                                  "Ethernet12|6"]
+    ours = sorted(k for k in replaced["QUEUE"] if k.startswith("Ethernet12|"))
+    assert ours == ["Ethernet12|0", "Ethernet12|3", "Ethernet12|6"]
 
 
 def test_deleted_removes_what_the_profile_owns():
