@@ -2,7 +2,7 @@
 # The README's test command: every test tier, from a fresh clone on a fresh machine.
 # Installs what it needs (apt packages, a virtualenv from requirements-dev.txt), then runs
 # unit tests, ansible-test sanity, ansible-lint, the generated reference, the collection build,
-# molecule scenarios (podman) and the soft-RoCE lab end to end (QEMU VMs), printing how long
+# molecule scenarios (podman), switch_roce on a SONiC stand-in container (podman) and the soft-RoCE lab end to end (QEMU VMs), printing how long
 # each tier took.
 #
 #   bash scripts/test-all.sh                 every tier
@@ -17,6 +17,8 @@ source "$(dirname "$0")/lib/collection-tree.sh"
 source "$(dirname "$0")/lib/tier-molecule.sh"
 # shellcheck source=scripts/lib/tier-lab.sh
 source "$(dirname "$0")/lib/tier-lab.sh"
+# shellcheck source=scripts/lib/tier-switch.sh
+source "$(dirname "$0")/lib/tier-switch.sh"
 
 BUILD_DIR="${RDMAOPS_BUILD_DIR:-$REPO_ROOT/build}"
 declare -a TIMINGS=()
@@ -31,7 +33,8 @@ tier() {
 tier_bootstrap() { bootstrap; }
 
 tier_unit() {
-  ensure_apt ifupdown
+  # libyang-tools: yanglint validates the SONiC driver's tables against sonic-yang-models
+  ensure_apt ifupdown libyang-tools
   (cd "$REPO_ROOT" && python -m pytest -q -p no:cacheprovider)
 }
 
@@ -101,7 +104,7 @@ tier_docs() {
 }
 
 
-ALL_TIERS=(unit sanity lint docs build molecule lab)
+ALL_TIERS=(unit sanity lint docs build molecule switch lab)
 SELECTED=("$@")
 [ "${#SELECTED[@]}" -gt 0 ] || SELECTED=("${ALL_TIERS[@]}")
 for name in "${SELECTED[@]}"; do

@@ -123,7 +123,8 @@ def failure(exc, engine, plan):
     ctx = engine.ctx if engine is not None else None
     fail = dict(exc.details)
     if isinstance(exc, ApplyError):
-        fail["changed"] = bool(exc.applied)
+        # A change whose own undo failed (a switch's rollback) says it left the host changed.
+        fail["changed"] = bool(exc.applied) or bool(exc.details.get("left_changed"))
     elif isinstance(exc, VerifyError):
         fail["changed"] = bool(plan is not None and plan.applied)
         fail.setdefault("applied", [c.description for c in plan.applied] if plan is not None else [])

@@ -128,8 +128,11 @@ class SwitchRoce(Engine):
         if self.check_mode and hasattr(self.device, "dry_run"):
             self.device.dry_run(self.commands)
         commands = self.commands
-        plan.add("switch", self.before, self.after, lambda: self.device.apply(commands),
-                 "%s: apply %d change(s) for state %s" % (self.driver.NAME, len(commands), self.state))
+        description = "%s: apply %d change(s) for state %s" % (self.driver.NAME, len(commands), self.state)
+        # The profile is the switch's summary (SONiC: its first configured port); commands that change
+        # what it does not show (another port, buffers) are still a change: the diff shows them.
+        if not plan.add("switch", self.before, self.after, lambda: self.device.apply(commands), description):
+            plan.add("switch_commands", [], commands, lambda: self.device.apply(commands), description)
 
     def verify(self):
         self.raw = self.device.read()
