@@ -123,7 +123,9 @@ def failure(exc, engine, plan):
     ctx = engine.ctx if engine is not None else None
     fail = dict(exc.details)
     if isinstance(exc, ApplyError):
-        fail["changed"] = bool(exc.applied)
+        # A change whose action failed may still have changed the host (a switch that applied but
+        # could not save): its error says so with changed=True.
+        fail["changed"] = bool(exc.applied) or exc.details.get("changed") is True
     elif isinstance(exc, VerifyError):
         fail["changed"] = bool(plan is not None and plan.applied)
         fail.setdefault("applied", [c.description for c in plan.applied] if plan is not None else [])
