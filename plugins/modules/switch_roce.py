@@ -13,7 +13,7 @@ short_description: The fabric's RoCE QoS profile on a switch (Cumulus NVUE, SONi
 version_added: 0.3.0
 description:
   - A network resource module for one switch's lossless RoCE profile, derived from the same
-    C(roce_fabric) intent as the hosts (resolved by the code of the C(rdmaops.roce.roce_intent) filter):
+    C(roce_fabric) intent as the hosts (resolved by the code of the C(rdmaops.roce.roce_intent) filter) -
     trust DSCP, the RoCE DSCP to the lossless priority, the CNP DSCP to its strict-priority class, PFC
     on the lossless priority only, ECN/WRED thresholds in bytes and probability, ETS shares, the PFC
     watchdog and the port MTU.
