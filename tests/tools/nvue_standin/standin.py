@@ -384,7 +384,7 @@ class NvueStandin:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--version", default="5.12")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--user", default="cumulus")

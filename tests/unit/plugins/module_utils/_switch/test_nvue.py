@@ -26,8 +26,8 @@ FABRICS = {
 }
 
 
-def profile_of(fabric, version="5.18", interfaces=PORTS):
-    intent, profile, ifs = resolve_config({"fabric": fabric, "interfaces": list(interfaces)})
+def profile_of(fabric, version="5.18", interfaces=None):
+    intent, profile, ifs = resolve_config({"fabric": fabric, "interfaces": list(interfaces or PORTS)})
     profile = resolve_mtu(profile, intent, nvue.NAME, nvue.max_mtu(version), "clamp", lambda msg: None)
     return profile, ifs
 
@@ -107,9 +107,8 @@ FOREIGN = {
     },
     "qos": {
         "roce": {"enable": "on", "mode": "lossless"},
-        "mapping": {"default-global": {"trust": "l3", "dscp": {"26": {"switch-priority": 3},
-                                                                "48": {"switch-priority": 6},
-                                                                "10": {"switch-priority": 1}}}},
+        "mapping": {"default-global": {"trust": "l3", "dscp": {
+            "26": {"switch-priority": 3}, "48": {"switch-priority": 6}, "10": {"switch-priority": 1}}}},
         "pfc": {"default-global": {"switch-priority": {"3": {}, "4": {}}, "tx": "enable", "rx": "enable"}},
         "congestion-control": {"default-global": {"traffic-class": {
             "0": {"ecn": "enable", "min-threshold": 40000, "max-threshold": 200000},
@@ -144,8 +143,7 @@ def test_parse_refuses_text_that_is_not_a_json_object():
 def _leaves(tree):
     for value in tree.values():
         if isinstance(value, dict) and value:
-            for leaf in _leaves(value):
-                yield leaf
+            yield from _leaves(value)
         else:
             yield value
 
