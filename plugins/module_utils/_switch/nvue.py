@@ -229,9 +229,15 @@ def parse(text, version):
         raise InputError("running_config is not JSON text of an NVUE configuration (%s): give the output of "
                          "`nv config show -o json` or of GET /nvue_v1/?rev=applied&filled=false" % exc,
                          option="running_config")
+    # `nv config show -o json` prints a list: a {"header": ...} and {"set": {...}} change sets
+    if isinstance(data, list) and all(isinstance(item, dict) for item in data):
+        merged = {}
+        for item in data:
+            if isinstance(item.get("set"), dict):
+                merged = apply_patch(merged, item["set"])
+        data = merged
     if not isinstance(data, dict):
         raise InputError("running_config must be a JSON object: an NVUE configuration tree", option="running_config")
-    # `nv config show -o json` prints a list of one {"set": {...}} per change set
     if "set" in data and isinstance(data["set"], dict) and len(data) == 1:
         data = data["set"]
     return parse_raw(data, version)

@@ -45,8 +45,8 @@ class Connection:
 class Api(HttpApi):
     OPTIONS = dict(root_path="/nvue_v1", apply_timeout=2, poll_interval=0.05, save=True)
 
-    def get_option(self, name, hostvars=None):
-        return self.OPTIONS[name]
+    def get_option(self, option, hostvars=None):
+        return self.OPTIONS[option]
 
 
 @pytest.fixture

@@ -184,6 +184,9 @@ def test_rendered_and_parsed_need_no_switch_and_os_comes_from_the_task_or_the_in
          "vars": {"ansible_network_os": "rdmaops.roce.nvue"}},
         {"name": "no os", "rdmaops.roce.switch_roce": {
             "state": "rendered", "config": {"fabric": {}, "interfaces": []}}, "ignore_errors": True},
+        {"name": "unknown network os", "rdmaops.roce.switch_roce": {
+            "state": "rendered", "config": {"fabric": {}, "interfaces": []}},
+         "vars": {"ansible_network_os": "junipernetworks.junos.junos"}, "ignore_errors": True},
     ]}]))
     rc, results, stats = ansiblerun.playbook(playbook, {})
     rendered = results["rendered"]
@@ -193,3 +196,5 @@ def test_rendered_and_parsed_need_no_switch_and_os_comes_from_the_task_or_the_in
     assert parsed["interfaces"] == ["swp1"] and parsed["fabric"]["switch_mtu"] == 9216
     assert parsed["fabric"]["roce_dscp"] == 26 and isinstance(parsed["fabric"]["ecn"]["min_threshold_bytes"], int)
     assert "set os" in results["no os"]["msg"] and "ansible_network_os" in results["no os"]["msg"]
+    unknown = results["unknown network os"]["msg"]
+    assert "ansible_network_os=junipernetworks.junos.junos names no NOS switch_roce knows" in unknown

@@ -134,6 +134,13 @@ def test_parse_reports_a_foreign_configuration_as_it_is():
     assert nvue.parse("{}", "5.12") == {"fabric": {}, "interfaces": []}
 
 
+def test_parse_reads_nv_config_show_json_change_sets():
+    profile, ifs = profile_of({}, "5.12")
+    text = json.dumps([{"header": {"model": "VX", "version": "cumulus-linux-5.12.0"}},
+                       {"set": nvue.render(profile, ifs, "5.12")}])
+    assert nvue.parse(text, "5.12") == {"fabric": profile, "interfaces": ifs}
+
+
 def test_parse_refuses_text_that_is_not_a_json_object():
     with pytest.raises(InputError) as err:
         nvue.parse("interface swp1\n mtu 9216", "5.12")
