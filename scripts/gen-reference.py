@@ -23,7 +23,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, "docs", "reference")
 COLLECTION = "rdmaops.roce"
-KINDS = (("module", "Modules"), ("filter", "Filters"), ("role", "Roles"))
+KINDS = (("module", "Modules"), ("filter", "Filters"), ("httpapi", "HttpApi plugins"), ("role", "Roles"))
 
 _MARKUP = [
     # RV( before the one-letter forms, and those at a word start, or RV(x) would render as R`x`

@@ -28,11 +28,14 @@ def test_example_site_shape():
     hostvars = inventory_hostvars("example")
     assert hostvars["gpu-a01"]["ofed_provider"] == "doca"
     assert hostvars["gpu-b01"]["ofed_provider"] == "mlnx_ofed"
-    assert hostvars["leaf-a"]["switch_nos"] == "cumulus_nvue"
-    assert hostvars["leaf-b"]["switch_nos"] == "sonic"
+    assert hostvars["leaf-a"]["ansible_network_os"] == "rdmaops.roce.nvue"
+    assert hostvars["leaf-a"]["ansible_connection"] == "ansible.netcommon.httpapi"
+    assert hostvars["leaf-b"]["ansible_network_os"] == "rdmaops.roce.sonic"
+    # the switches get the hosts' intent: the same roce_fabric
+    assert hostvars["leaf-a"]["roce_fabric"] == hostvars["gpu-a01"]["roce_fabric"] == hostvars["leaf-b"]["roce_fabric"]
 
 
-ROLE_PREFIXES = ("ofed", "nic", "peermem", "tuning", "nccl")
+ROLE_PREFIXES = ("ofed", "nic", "peermem", "tuning", "nccl", "switch")
 
 
 def role_options(role):

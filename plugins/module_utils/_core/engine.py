@@ -123,7 +123,8 @@ def failure(exc, engine, plan):
     ctx = engine.ctx if engine is not None else None
     fail = dict(exc.details)
     if isinstance(exc, ApplyError):
-        # A change whose own undo failed (a switch's rollback) says it left the host changed.
+        # A change that failed yet left the host changed (a switch whose rollback failed, or that
+        # applied but could not save) says so with left_changed.
         fail["changed"] = bool(exc.applied) or bool(exc.details.get("left_changed"))
     elif isinstance(exc, VerifyError):
         fail["changed"] = bool(plan is not None and plan.applied)
