@@ -130,6 +130,7 @@ class TreeMemory(threading.Thread):
     def __init__(self, session):
         super().__init__(daemon=True)
         self.session, self.peak, self.stop = session, 0, threading.Event()
+        self.loads = []  # the machine's 1-minute load average while the run ran (others' work included)
         self.page = os.sysconf("SC_PAGE_SIZE")
 
     def sample(self):
@@ -147,6 +148,7 @@ class TreeMemory(threading.Thread):
             except (OSError, IndexError, ValueError):
                 continue
         self.peak = max(self.peak, total)
+        self.loads.append(os.getloadavg()[0])
 
     def run(self):
         while not self.stop.wait(0.2):
@@ -173,7 +175,8 @@ def run_counted(argv, env, work, name):
     if os.path.exists(summary):
         with open(summary, encoding="utf-8") as handle:
             counts = json.load(handle)
-    return dict(wall=wall, rc=rc, peak_mib=memory.peak / 1024 / 1024, hosts=counts, log=logfile)
+    load = statistics.mean(memory.loads) if memory.loads else os.getloadavg()[0]
+    return dict(wall=wall, rc=rc, peak_mib=memory.peak / 1024 / 1024, hosts=counts, log=logfile, load=load)
 
 
 def per_host(result, key):
@@ -304,6 +307,7 @@ def bench_one(count, tags, work, env, args):
         ping_round_trips_per_host=round(per_host(ping, "round_trips"), 1),
         peak_mib=round(max(fresh["peak_mib"], noop["peak_mib"]), 0),
         ping_peak_mib=round(ping["peak_mib"], 0),
+        load_noop=round(noop["load"], 1),
         noop_modules=next(iter(noop["hosts"].values()), {}).get("modules", {}),
     )
     return row
@@ -313,7 +317,7 @@ COLUMNS = [
     ("hosts", "N"), ("fresh_s", "fresh s"), ("noop_s", "no-op s"), ("ping_s", "ping s"),
     ("fresh_per_ping", "fresh/ping"), ("noop_per_ping", "no-op/ping"), ("noop_per_host_s", "no-op s/host"),
     ("tasks_per_host", "tasks/host"), ("modules_per_host", "modules/host"),
-    ("round_trips_per_host", "round trips/host"), ("noop_changed", "no-op changed"), ("peak_mib", "peak MiB"),
+    ("round_trips_per_host", "round trips/host"), ("noop_changed", "no-op changed"), ("peak_mib", "peak MiB"), ("load_noop", "load (no-op)"),
 ]
 
 
@@ -321,7 +325,7 @@ def table(rows):
     lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |",
              "|" + "|".join("---:" for _ in COLUMNS) + "|"]
     for row in rows:
-        lines.append("| " + " | ".join(str(row[key]) for key, _ in COLUMNS) + " |")
+        lines.append("| " + " | ".join(str(row.get(key, "")) for key, _ in COLUMNS) + " |")
     return "\n".join(lines)
 
 
@@ -388,6 +392,13 @@ def commit():
                               capture_output=True, text=True, check=False).stdout.strip() else "")
 
 
+def save(label, tags, info, rows):
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, label + ".json"), "w", encoding="utf-8") as handle:
+        json.dump(dict(label=label, when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                       commit=commit(), tags=tags, machine=info, rows=rows), handle, indent=1)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hosts", default="1,8,32", help="fleet sizes, comma separated (default 1,8,32)")
@@ -427,6 +438,8 @@ def main():
             row = bench_one(count, tags, work, env, args)
             rows.append(row)
             print(table(rows[-1:]), flush=True)
+            if args.docs:  # kept after every N: a long run cut short still leaves its figures
+                save(args.label, tags, info, rows)
             if args.smoke and row["noop_changed"]:
                 raise SystemExit("N=%d: the re-run changed %d things; it must change nothing" % (
                     count, row["noop_changed"]))
@@ -443,10 +456,6 @@ def main():
     print("total %.0f s" % (time.monotonic() - started))
     shutil.rmtree(work, ignore_errors=True)
     if args.docs:
-        os.makedirs(RESULTS, exist_ok=True)
-        with open(os.path.join(RESULTS, args.label + ".json"), "w", encoding="utf-8") as handle:
-            json.dump(dict(label=args.label, when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                           commit=commit(), tags=tags, machine=info, rows=rows), handle, indent=1)
         render_docs()
     return 0
 
