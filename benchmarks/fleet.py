@@ -372,6 +372,12 @@ def render_docs():
                       ", ".join(run["tags"]), m["cpu"], m["cpus"], m["memory_gib"], m["os"], m["kernel"],
                       m["ansible"], m["python"], m["podman"], m["load_before"]), "",
                   table(run["rows"]), ""]
+        if run.get("note"):
+            parts += [run["note"], ""]
+        by_size = {row["hosts"]: row for row in run["rows"]}
+        if 8 in by_size and 32 in by_size:
+            parts += ["No-op cost per host from N=8 to N=32: %+.0f%% (goal: within 20%%)." % (
+                (by_size[32]["noop_per_host_s"] / by_size[8]["noop_per_host_s"] - 1) * 100), ""]
         last = run["rows"][-1]
         parts += ["Module executions of one host's no-op run: " + ", ".join(
             "%s %d" % (name.replace("ansible.legacy.", "").replace("rdmaops.roce.", ""), count)
