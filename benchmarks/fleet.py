@@ -379,9 +379,11 @@ def render_docs():
             parts += ["No-op cost per host from N=8 to N=32: %+.0f%% (goal: within 20%%)." % (
                 (by_size[32]["noop_per_host_s"] / by_size[8]["noop_per_host_s"] - 1) * 100), ""]
         last = run["rows"][-1]
-        parts += ["Module executions of one host's no-op run: " + ", ".join(
-            "%s %d" % (name.replace("ansible.legacy.", "").replace("rdmaops.roce.", ""), count)
-            for name, count in sorted(last["noop_modules"].items())) + ".", ""]
+        modules = {}
+        for name, count in last["noop_modules"].items():
+            modules[name.split(".")[-1]] = modules.get(name.split(".")[-1], 0) + count
+        parts += ["Module executions of one host's no-op run (N=%d): " % last["hosts"] + ", ".join(
+            "%s %d" % item for item in sorted(modules.items())) + ".", ""]
     plot(runs, PLOT)
     with open(DOC, encoding="utf-8") as handle:
         text = handle.read()
