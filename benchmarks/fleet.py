@@ -24,6 +24,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import re
 import shutil
 import statistics
@@ -91,7 +92,7 @@ def site_tags(path, seen=None):
 def chosen_layers():
     present = site_tags(SITE)
     layers = [(tag, what) for tag, what in LAYERS if tag in present]
-    missing = [tag for tag, _ in LAYERS if tag not in present]
+    missing = [layer[0] for layer in LAYERS if layer[0] not in present]
     return layers, missing
 
 
@@ -162,6 +163,9 @@ def run_counted(argv, env, work, name):
     logfile = os.path.join(work, name + ".log")
     env = dict(env, RDMAOPS_BENCH_EVENTS=events, RDMAOPS_BENCH_SUMMARY=summary)
     with open(logfile, "w", encoding="utf-8") as out:
+        # CPU time of the run's whole tree (ansible, its forks, podman's CLI; not the containers'
+        # side): far less sensitive than wall time to what else the machine runs.
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         proc = subprocess.Popen(["nice", "-n", "10"] + argv, cwd=REPO, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -169,6 +173,8 @@ def run_counted(argv, env, work, name):
         memory.start()
         rc = proc.wait()
         wall = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         memory.stop.set()
         memory.join()
     counts = {}
@@ -176,7 +182,7 @@ def run_counted(argv, env, work, name):
         with open(summary, encoding="utf-8") as handle:
             counts = json.load(handle)
     load = statistics.mean(memory.loads) if memory.loads else os.getloadavg()[0]
-    return dict(wall=wall, rc=rc, peak_mib=memory.peak / 1024 / 1024, hosts=counts, log=logfile, load=load)
+    return dict(wall=wall, rc=rc, peak_mib=memory.peak / 1024 / 1024, hosts=counts, log=logfile, load=load, cpu=cpu)
 
 
 def per_host(result, key):
@@ -296,6 +302,9 @@ def bench_one(count, tags, work, env, args):
         fresh_per_ping=round(fresh["wall"] / ping["wall"], 1),
         noop_per_ping=round(noop["wall"] / ping["wall"], 1),
         noop_per_host_s=round(noop["wall"] / count, 2),
+        noop_cpu_s=round(noop["cpu"], 1),
+        ping_cpu_s=round(ping["cpu"], 2),
+        noop_per_ping_cpu=round(noop["cpu"] / ping["cpu"], 1) if ping["cpu"] else 0,
         fresh_changed=sum(h["changed"] for h in fresh["hosts"].values()),
         noop_changed=sum(h["changed"] for h in noop["hosts"].values()),
         tasks_per_host=round(per_host(noop, "tasks"), 1),
@@ -316,16 +325,17 @@ def bench_one(count, tags, work, env, args):
 COLUMNS = [
     ("hosts", "N"), ("fresh_s", "fresh s"), ("noop_s", "no-op s"), ("ping_s", "ping s"),
     ("fresh_per_ping", "fresh/ping"), ("noop_per_ping", "no-op/ping"), ("noop_per_host_s", "no-op s/host"),
+    ("noop_cpu_s", "no-op CPU s"), ("noop_per_ping_cpu", "no-op/ping CPU"),
     ("tasks_per_host", "tasks/host"), ("modules_per_host", "modules/host"),
     ("round_trips_per_host", "round trips/host"), ("noop_changed", "no-op changed"), ("peak_mib", "peak MiB"), ("load_noop", "load (no-op)"),
 ]
 
 
 def table(rows):
-    lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |",
-             "|" + "|".join("---:" for _ in COLUMNS) + "|"]
+    lines = ["| " + " | ".join(column[1] for column in COLUMNS) + " |",
+             "|" + "|".join("---:" for column in COLUMNS) + "|"]
     for row in rows:
-        lines.append("| " + " | ".join(str(row.get(key, "")) for key, _ in COLUMNS) + " |")
+        lines.append("| " + " | ".join(str(row.get(column[0], "")) for column in COLUMNS) + " |")
     return "\n".join(lines)
 
 
@@ -428,7 +438,7 @@ def main():
         if not shutil.which(tool):
             raise SystemExit("%s is not on PATH (apt-get install podman runc debootstrap; the virtualenv's bin)" % tool)
     layers, missing = chosen_layers()
-    tags = [tag for tag, _ in layers]
+    tags = [layer[0] for layer in layers]
     log("layers: %s%s" % (", ".join("%s (%s)" % layer for layer in layers),
                           ("; not in site.yml: " + ", ".join(missing)) if missing else ""))
     link_collection()
@@ -436,23 +446,23 @@ def main():
     rows = []
     started = time.monotonic()
     work = tempfile.mkdtemp(prefix="rdmaops-bench.")
-    if True:  # the work directory (logs) stays when a run fails, and goes when all went well
-        env = ansible_env(work)
-        stale = leftovers(args.prefix)
-        if stale:
-            log("removing %d containers left by an earlier run" % len(stale))
-            harness(DESTROY, stale, work, env, args.prefix)
-        for count in sizes:
-            row = bench_one(count, tags, work, env, args)
-            rows.append(row)
-            print(table(rows[-1:]), flush=True)
-            if args.docs:  # kept after every N: a long run cut short still leaves its figures
-                save(args.label, tags, info, rows)
-            if args.smoke and row["noop_changed"]:
-                raise SystemExit("N=%d: the re-run changed %d things; it must change nothing" % (
-                    count, row["noop_changed"]))
-            if args.smoke and not row["modules_per_host"]:
-                raise SystemExit("N=%d: no module execution was counted (bench_count callback not loaded?)" % count)
+    # the work directory (logs) stays when a run fails, and goes when all went well
+    env = ansible_env(work)
+    stale = leftovers(args.prefix)
+    if stale:
+        log("removing %d containers left by an earlier run" % len(stale))
+        harness(DESTROY, stale, work, env, args.prefix)
+    for count in sizes:
+        row = bench_one(count, tags, work, env, args)
+        rows.append(row)
+        print(table(rows[-1:]), flush=True)
+        if args.docs:  # kept after every N: a long run cut short still leaves its figures
+            save(args.label, tags, info, rows)
+        if args.smoke and row["noop_changed"]:
+            raise SystemExit("N=%d: the re-run changed %d things; it must change nothing" % (
+                count, row["noop_changed"]))
+        if args.smoke and not row["modules_per_host"]:
+            raise SystemExit("N=%d: no module execution was counted (bench_count callback not loaded?)" % count)
     print()
     print(table(rows))
     for row in rows:
