@@ -89,9 +89,9 @@ def site_tags(path, seen=None):
     return tags
 
 
-def chosen_layers():
+def chosen_layers(skip=()):
     present = site_tags(SITE)
-    layers = [(tag, what) for tag, what in LAYERS if tag in present]
+    layers = [(tag, what) for tag, what in LAYERS if tag in present and tag not in skip]
     missing = [layer[0] for layer in LAYERS if layer[0] not in present]
     return layers, missing
 
@@ -428,6 +428,8 @@ def main():
     parser.add_argument("--ping-runs", type=int, default=3, help="ping baselines per N, the median counts (default 3)")
     parser.add_argument("--forks", type=int, default=0, help="forks (default: ansible.cfg's)")
     parser.add_argument("--prefix", default="rdmaops-bench", help="container name prefix (default rdmaops-bench)")
+    parser.add_argument("--skip-layers", default="", help="layers (tags) to leave out, comma separated; CI's "
+                        "smoke leaves out ofed, whose package install the molecule tier already proves")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     args = parser.parse_args()
     if args.render:
@@ -437,7 +439,7 @@ def main():
     for tool in ("podman", "ansible-playbook", "debootstrap"):
         if not shutil.which(tool):
             raise SystemExit("%s is not on PATH (apt-get install podman runc debootstrap; the virtualenv's bin)" % tool)
-    layers, missing = chosen_layers()
+    layers, missing = chosen_layers([tag.strip() for tag in args.skip_layers.split(",") if tag.strip()])
     tags = [layer[0] for layer in layers]
     log("layers: %s%s" % (", ".join("%s (%s)" % layer for layer in layers),
                           ("; not in site.yml: " + ", ".join(missing)) if missing else ""))
