@@ -354,7 +354,7 @@ def plot(runs, path):
     left.set(xlabel="hosts (N)", ylabel="wall time, s", title="no-op site.yml and ping", xscale="log")
     right.set(xlabel="hosts (N)", ylabel="no-op / ping", title="no-op re-run in pings", xscale="log")
     right.axhline(8, color="grey", linestyle="--", label="goal: 8")
-    sizes = sorted({row["hosts"] for _, run in runs for row in run["rows"]})
+    sizes = sorted({row["hosts"] for label_and_run in runs for row in label_and_run[1]["rows"]})
     for axis in (left, right):
         axis.set_xticks(sizes, [str(size) for size in sizes])
         axis.minorticks_off()
