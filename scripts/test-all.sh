@@ -105,12 +105,23 @@ PY
       --check --tags preflight,facts rdmaops.roce.site)
 }
 
+# A smoke of benchmarks/fleet.py (N = 2) so the benchmark cannot rot: containers from the molecule
+# image, site.yml's container layers fresh and again (changed=0 required), the ping baseline.
+# The ofed layer is left out here: its package downloads are most of a fresh run's time, and the
+# molecule tier's ofed_inbox scenario proves that install. The full run (N = 1, 8, 32) stays out
+# of CI: docs/benchmarks.md says how to run it.
+tier_bench() {
+  ensure_apt podman runc conmon containernetworking-plugins debootstrap gnupg
+  export CONTAINERS_CONF="$REPO_ROOT/molecule/shared/containers.conf"
+  (cd "$REPO_ROOT" && python benchmarks/fleet.py --hosts 2 --smoke --ping-runs 1 --skip-layers ofed --prefix rdmaops-bench-ci)
+}
+
 tier_docs() {
   (cd "$REPO_ROOT" && python scripts/gen-reference.py --check)
 }
 
 
-ALL_TIERS=(unit sanity lint docs build molecule switch lab)
+ALL_TIERS=(unit sanity lint docs build molecule switch bench lab)
 SELECTED=("$@")
 [ "${#SELECTED[@]}" -gt 0 ] || SELECTED=("${ALL_TIERS[@]}")
 for name in "${SELECTED[@]}"; do

@@ -1,0 +1,487 @@
+#!/usr/bin/env python
+"""What site.yml costs per host, and how that grows with the fleet, measured on container hosts.
+
+    python benchmarks/fleet.py                      # N = 1, 8, 32
+    python benchmarks/fleet.py --hosts 2 --smoke    # what CI runs: N = 2, fails on a non-idempotent re-run
+    python benchmarks/fleet.py --label after --docs # also keep the figures and rewrite docs/benchmarks.md
+
+For each N it starts N systemd containers the way the molecule harness does
+(molecule/shared/create.yml, which builds the local Debian image with build-image.sh when it is
+missing; podman settings from molecule/shared/containers.conf), then times, on the same hosts:
+
+  ping    `ansible all -m ping` (the baseline: one module round trip per host)
+  fresh   site.yml with the layers that apply in a container (LAYERS below, as tags)
+  no-op   the same again (must report changed=0)
+
+and prints the wall times, their ratios, the tasks, module executions and remote round trips per
+host (counted by benchmarks/callback_plugins/bench_count.py) and the controller's peak memory
+(every process the run started, podman's CLI included, summed). Root, podman, runc and
+debootstrap are needed, as for the molecule tier. Runs `nice`d.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+SITE = os.path.join(REPO, "playbooks", "site.yml")
+RESULTS = os.path.join(HERE, "results")
+DOC = os.path.join(REPO, "docs", "benchmarks.md")
+PLOT = os.path.join(REPO, "docs", "benchmarks.png")
+CONTAINERS_CONF = os.path.join(REPO, "molecule", "shared", "containers.conf")
+CREATE = os.path.join(REPO, "molecule", "shared", "create.yml")
+DESTROY = os.path.join(REPO, "molecule", "shared", "destroy.yml")
+
+# The site.yml layers a container can carry, by tag, in site.yml's order. A layer whose tag
+# site.yml does not have (yet) is left out and said so; the nccl play is picked up once it lands.
+# Not here: nic (no RDMA netdev in a container: nic_layer has nothing to set) and peermem (no GPU).
+LAYERS = [
+    ("ofed", "distribution packages (ofed role, inbox provider)"),
+    ("modules", "kernel modules, persisted in modules-load.d"),
+    ("tuning", "sysctl.d profile, limits.d + systemd memlock, ethtool knobs and their udev rule, GPUDirect report"),
+    ("nccl", "nccl.conf"),
+    ("facts", "RDMA facts report"),
+]
+
+# What a container differs in from a server, as inventory variables (the molecule scenarios use
+# the same): net.core.* sysctls cannot be set there, and the NIC is a veth.
+HOST_VARS = {
+    "ansible_connection": "containers.podman.podman",
+    "ansible_python_interpreter": "/usr/bin/python3",
+    "tuning_sysctl_runtime_errors": "warn",
+    "tuning_nic_interfaces": ["eth0"],
+}
+
+
+def log(message):
+    print("==> %s" % message, flush=True)
+
+
+def site_tags(path, seen=None):
+    """Every tag named in a playbook and the playbooks, roles' task files it imports."""
+    import yaml
+
+    seen = seen if seen is not None else set()
+    path = os.path.realpath(path)
+    if path in seen or not os.path.exists(path):
+        return set()
+    seen.add(path)
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    tags = set()
+    for match in re.finditer(r"^\s*tags:\s*\[([^\]]*)\]", text, re.M):
+        tags.update(tag.strip().strip("'\"") for tag in match.group(1).split(","))
+    for node in yaml.safe_load(text) or []:
+        if isinstance(node, dict) and "ansible.builtin.import_playbook" in node:
+            tags |= site_tags(os.path.join(os.path.dirname(path), node["ansible.builtin.import_playbook"]), seen)
+    return tags
+
+
+def chosen_layers(skip=()):
+    present = site_tags(SITE)
+    layers = [(tag, what) for tag, what in LAYERS if tag in present and tag not in skip]
+    missing = [layer[0] for layer in LAYERS if layer[0] not in present]
+    return layers, missing
+
+
+def machine():
+    model = ""
+    with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo", encoding="utf-8") as meminfo:
+        mem_kib = int(meminfo.readline().split()[1])
+
+    def version(argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, check=False).stdout.splitlines()[0].strip()
+        except (OSError, IndexError):
+            return "?"
+
+    return dict(
+        cpu=model,
+        cpus=len(os.sched_getaffinity(0)),
+        memory_gib=round(mem_kib / 1024 / 1024, 1),
+        kernel=platform.release(),
+        os=version(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
+        python=platform.python_version(),
+        ansible=version(["ansible", "--version"]),
+        podman=version(["podman", "--version"]),
+        load_before=os.getloadavg()[0],
+    )
+
+
+class TreeMemory(threading.Thread):
+    """Peak of the summed resident memory of every process in one session (the run's tree)."""
+
+    def __init__(self, session):
+        super().__init__(daemon=True)
+        self.session, self.peak, self.stop = session, 0, threading.Event()
+        self.loads = []  # the machine's 1-minute load average while the run ran (others' work included)
+        self.page = os.sysconf("SC_PAGE_SIZE")
+
+    def sample(self):
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % pid, encoding="utf-8") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                if int(fields[3]) != self.session:
+                    continue
+                with open("/proc/%s/statm" % pid, encoding="utf-8") as statm:
+                    total += int(statm.read().split()[1]) * self.page
+            except (OSError, IndexError, ValueError):
+                continue
+        self.peak = max(self.peak, total)
+        self.loads.append(os.getloadavg()[0])
+
+    def run(self):
+        while not self.stop.wait(0.2):
+            self.sample()
+
+
+def run_counted(argv, env, work, name):
+    """Run one ansible command; its wall time, peak memory, exit status and per-host counts."""
+    events = os.path.join(work, name + ".events")
+    summary = os.path.join(work, name + ".json")
+    logfile = os.path.join(work, name + ".log")
+    env = dict(env, RDMAOPS_BENCH_EVENTS=events, RDMAOPS_BENCH_SUMMARY=summary)
+    with open(logfile, "w", encoding="utf-8") as out:
+        # CPU time of the run's whole tree (ansible, its forks, podman's CLI; not the containers'
+        # side): far less sensitive than wall time to what else the machine runs.
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.monotonic()
+        proc = subprocess.Popen(["nice", "-n", "10"] + argv, cwd=REPO, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        memory = TreeMemory(proc.pid)
+        memory.start()
+        rc = proc.wait()
+        wall = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        memory.stop.set()
+        memory.join()
+    counts = {}
+    if os.path.exists(summary):
+        with open(summary, encoding="utf-8") as handle:
+            counts = json.load(handle)
+    load = statistics.mean(memory.loads) if memory.loads else os.getloadavg()[0]
+    return dict(wall=wall, rc=rc, peak_mib=memory.peak / 1024 / 1024, hosts=counts, log=logfile, load=load, cpu=cpu)
+
+
+def per_host(result, key):
+    values = [host[key] for host in result["hosts"].values()]
+    return statistics.mean(values) if values else 0
+
+
+def ansible_env(work):
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, "build", "collections"),
+        ANSIBLE_CALLBACK_PLUGINS=os.path.join(HERE, "callback_plugins"),
+        ANSIBLE_CALLBACKS_ENABLED="bench_count",
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_HOST_KEY_CHECKING="0",
+        CONTAINERS_CONF=CONTAINERS_CONF,
+        ANSIBLE_LOCAL_TEMP=os.path.join(work, "ansible-tmp"),
+    )
+    return env
+
+
+def link_collection():
+    """This checkout as build/collections/ansible_collections/rdmaops/roce (as bootstrap.sh does)."""
+    link = os.path.join(REPO, "build", "collections", "ansible_collections", "rdmaops", "roce")
+    if not os.path.islink(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink("../../../..", link)
+
+
+def harness(playbook, names, work, env, prefix):
+    """molecule/shared/create.yml or destroy.yml run outside molecule, with the values molecule gives it."""
+    extra = os.path.join(work, "molecule-vars.json")
+    with open(extra, "w", encoding="utf-8") as handle:
+        json.dump(dict(molecule_yml=dict(scenario=dict(name=prefix), platforms=[dict(name=n) for n in names]),
+                       molecule_instance_config=os.path.join(work, "instance_config.yml")), handle)
+    env = {key: value for key, value in env.items() if key not in ("ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_LOAD_CALLBACK_PLUGINS")}
+    rc = subprocess.run(["nice", "-n", "10", "ansible-playbook", "-i", "localhost,", "-e", "@" + extra,
+                         "-e", "ansible_python_interpreter=" + sys.executable, playbook],
+                        cwd=REPO, env=env, stdout=open(os.path.join(work, os.path.basename(playbook) + ".log"), "a"),
+                        stderr=subprocess.STDOUT, check=False).returncode
+    if rc:
+        raise SystemExit("%s failed (rc=%d), see %s" % (playbook, rc, os.path.join(work, os.path.basename(playbook) + ".log")))
+
+
+def leftovers(prefix):
+    out = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}", "--filter",
+                          "label=org.rdmaops.molecule.scenario=%s" % prefix],
+                         capture_output=True, text=True, env=dict(os.environ, CONTAINERS_CONF=CONTAINERS_CONF),
+                         check=False).stdout.split()
+    return out
+
+
+# The containers share the machine's kernel, whose module tree is not inside them: modprobe finds
+# nothing. The RDMA core is declared built into that kernel (modules.builtin, indexed by depmod),
+# as kernels that build it in do, so the modules layer persists its list and has nothing to load.
+BUILTIN_RDMA = r"""
+k=$(uname -r); mkdir -p /lib/modules/$k
+for m in ib_core rdma_cm ib_uverbs ib_umad; do echo kernel/drivers/infiniband/core/$m.ko; done > /lib/modules/$k/modules.builtin
+: > /lib/modules/$k/modules.order
+depmod $k 2>/dev/null
+"""
+
+
+def prepare(names):
+    env = dict(os.environ, CONTAINERS_CONF=CONTAINERS_CONF)
+    for name in names:
+        subprocess.run(["podman", "exec", name, "sh", "-ec", BUILTIN_RDMA], env=env, check=True)
+
+
+def write_inventory(path, names):
+    import yaml
+
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump({"rdma_hosts": {"hosts": {n: None for n in names}, "vars": HOST_VARS}}, handle)
+
+
+def bench_one(count, tags, work, env, args):
+    names = ["%s-%02d" % (args.prefix, i) for i in range(1, count + 1)]
+    inventory = os.path.join(work, "inventory.yml")
+    write_inventory(inventory, names)
+    log("N=%d: starting %d containers (molecule/shared/create.yml)" % (count, count))
+    start = time.monotonic()
+    harness(CREATE, names, work, env, args.prefix)
+    create_s = time.monotonic() - start
+    try:
+        prepare(names)
+        playbook = ["ansible-playbook", "-i", inventory, "--tags", ",".join(tags), SITE]
+        if args.forks:
+            playbook[1:1] = ["--forks", str(args.forks)]
+        log("N=%d: fresh site.yml --tags %s" % (count, ",".join(tags)))
+        fresh = run_counted(playbook, env, work, "n%d-fresh" % count)
+        log("N=%d: no-op re-run" % count)
+        noop = run_counted(playbook, env, work, "n%d-noop" % count)
+        pings = []
+        for index in range(args.ping_runs):
+            argv = ["ansible", "all", "-i", inventory, "-m", "ansible.builtin.ping"]
+            if args.forks:
+                argv[1:1] = ["--forks", str(args.forks)]
+            pings.append(run_counted(argv, env, work, "n%d-ping%d" % (count, index)))
+    finally:
+        if not args.keep:
+            log("N=%d: removing the containers" % count)
+            harness(DESTROY, names, work, env, args.prefix)
+    ping = sorted(pings, key=lambda r: r["wall"])[len(pings) // 2]
+    for name, result in (("fresh", fresh), ("no-op", noop), ("ping", ping)):
+        if result["rc"] != 0:
+            raise SystemExit("N=%d: the %s run failed (rc=%d); see %s" % (count, name, result["rc"], result["log"]))
+    row = dict(
+        hosts=count,
+        create_s=round(create_s, 1),
+        fresh_s=round(fresh["wall"], 1),
+        noop_s=round(noop["wall"], 1),
+        ping_s=round(ping["wall"], 2),
+        pings_s=[round(p["wall"], 2) for p in pings],
+        fresh_per_ping=round(fresh["wall"] / ping["wall"], 1),
+        noop_per_ping=round(noop["wall"] / ping["wall"], 1),
+        noop_per_host_s=round(noop["wall"] / count, 2),
+        noop_cpu_s=round(noop["cpu"], 1),
+        ping_cpu_s=round(ping["cpu"], 2),
+        noop_per_ping_cpu=round(noop["cpu"] / ping["cpu"], 1) if ping["cpu"] else 0,
+        fresh_changed=sum(h["changed"] for h in fresh["hosts"].values()),
+        noop_changed=sum(h["changed"] for h in noop["hosts"].values()),
+        tasks_per_host=round(per_host(noop, "tasks"), 1),
+        skipped_per_host=round(per_host(noop, "skipped"), 1),
+        modules_per_host=round(per_host(noop, "module_executions"), 1),
+        round_trips_per_host=round(per_host(noop, "round_trips"), 1),
+        fresh_modules_per_host=round(per_host(fresh, "module_executions"), 1),
+        ping_modules_per_host=round(per_host(ping, "module_executions"), 1),
+        ping_round_trips_per_host=round(per_host(ping, "round_trips"), 1),
+        peak_mib=round(max(fresh["peak_mib"], noop["peak_mib"]), 0),
+        ping_peak_mib=round(ping["peak_mib"], 0),
+        load_noop=round(noop["load"], 1),
+        noop_modules=next(iter(noop["hosts"].values()), {}).get("modules", {}),
+    )
+    return row
+
+
+COLUMNS = [
+    ("hosts", "N"), ("fresh_s", "fresh s"), ("noop_s", "no-op s"), ("ping_s", "ping s"),
+    ("fresh_per_ping", "fresh/ping"), ("noop_per_ping", "no-op/ping"), ("noop_per_host_s", "no-op s/host"),
+    ("noop_cpu_s", "no-op CPU s"), ("noop_per_ping_cpu", "no-op/ping CPU"),
+    ("tasks_per_host", "tasks/host"), ("modules_per_host", "modules/host"),
+    ("round_trips_per_host", "round trips/host"), ("noop_changed", "no-op changed"), ("peak_mib", "peak MiB"), ("load_noop", "load (no-op)"),
+]
+
+
+def table(rows):
+    lines = ["| " + " | ".join(column[1] for column in COLUMNS) + " |",
+             "|" + "|".join("---:" for column in COLUMNS) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(row.get(column[0], "")) for column in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def plot(runs, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for label, run in runs:
+        hosts = [row["hosts"] for row in run["rows"]]
+        left.plot(hosts, [row["noop_s"] for row in run["rows"]], marker="o", label="no-op (%s)" % label)
+        left.plot(hosts, [row["ping_s"] for row in run["rows"]], marker="x", linestyle=":", label="ping (%s)" % label)
+        right.plot(hosts, [row["noop_per_ping"] for row in run["rows"]], marker="o", label=label)
+    left.set(xlabel="hosts (N)", ylabel="wall time, s", title="no-op site.yml and ping", xscale="log")
+    right.set(xlabel="hosts (N)", ylabel="no-op / ping", title="no-op re-run in pings", xscale="log")
+    right.axhline(8, color="grey", linestyle="--", label="goal: 8")
+    sizes = sorted({row["hosts"] for label_and_run in runs for row in label_and_run[1]["rows"]})
+    for axis in (left, right):
+        axis.set_xticks(sizes, [str(size) for size in sizes])
+        axis.minorticks_off()
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+BEGIN, END = "<!-- fleet.py:begin (generated by benchmarks/fleet.py --docs; edit around it) -->", "<!-- fleet.py:end -->"
+
+
+def render_docs():
+    runs = []
+    for name in sorted(os.listdir(RESULTS)):
+        if name.endswith(".json"):
+            with open(os.path.join(RESULTS, name), encoding="utf-8") as handle:
+                run = json.load(handle)
+            runs.append((run["label"], run))
+    runs.sort(key=lambda item: item[1]["when"])
+    parts = ["![no-op site.yml and ping per N](benchmarks.png)", ""]
+    for label, run in runs:
+        m = run["machine"]
+        parts += ["### %s (%s, commit %s)" % (label, run["when"], run["commit"]), "",
+                  "Layers (tags): %s. Machine: %s, %d CPUs, %s GiB, %s, kernel %s; %s, Python %s, %s; "
+                  "load average %.1f before the run." % (
+                      ", ".join(run["tags"]), m["cpu"], m["cpus"], m["memory_gib"], m["os"], m["kernel"],
+                      m["ansible"], m["python"], m["podman"], m["load_before"]), "",
+                  table(run["rows"]), ""]
+        if run.get("note"):
+            parts += [run["note"], ""]
+        by_size = {row["hosts"]: row for row in run["rows"]}
+        if 8 in by_size and 32 in by_size:
+            parts += ["No-op cost per host from N=8 to N=32: %+.0f%% (goal: within 20%%)." % (
+                (by_size[32]["noop_per_host_s"] / by_size[8]["noop_per_host_s"] - 1) * 100), ""]
+        last = run["rows"][-1]
+        modules = {}
+        for name, count in last["noop_modules"].items():
+            modules[name.split(".")[-1]] = modules.get(name.split(".")[-1], 0) + count
+        parts += ["Module executions of one host's no-op run (N=%d): " % last["hosts"] + ", ".join(
+            "%s %d" % item for item in sorted(modules.items())) + ".", ""]
+    plot(runs, PLOT)
+    with open(DOC, encoding="utf-8") as handle:
+        text = handle.read()
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    with open(DOC, "w", encoding="utf-8") as handle:
+        handle.write(head + BEGIN + "\n" + "\n".join(parts) + END + tail)
+
+
+def commit():
+    return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=False).stdout.strip() + ("+dirty" if subprocess.run(
+                              ["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                              capture_output=True, text=True, check=False).stdout.strip() else "")
+
+
+def save(label, tags, info, rows):
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, label + ".json"), "w", encoding="utf-8") as handle:
+        json.dump(dict(label=label, when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                       commit=commit(), tags=tags, machine=info, rows=rows), handle, indent=1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", default="1,8,32", help="fleet sizes, comma separated (default 1,8,32)")
+    parser.add_argument("--label", default="run", help="name of this run in benchmarks/results and the docs")
+    parser.add_argument("--docs", action="store_true", help="keep the figures (benchmarks/results/LABEL.json) "
+                        "and rewrite the generated part of docs/benchmarks.md and its plot")
+    parser.add_argument("--render", action="store_true", help="only rewrite docs/benchmarks.md from the kept figures")
+    parser.add_argument("--smoke", action="store_true", help="fail unless the no-op run changed nothing (CI)")
+    parser.add_argument("--ping-runs", type=int, default=3, help="ping baselines per N, the median counts (default 3)")
+    parser.add_argument("--forks", type=int, default=0, help="forks (default: ansible.cfg's)")
+    parser.add_argument("--prefix", default="rdmaops-bench", help="container name prefix (default rdmaops-bench)")
+    parser.add_argument("--skip-layers", default="", help="layers (tags) to leave out, comma separated; CI's "
+                        "smoke leaves out ofed, whose package install the molecule tier already proves")
+    parser.add_argument("--keep", action="store_true", help="leave the containers running")
+    args = parser.parse_args()
+    if args.render:
+        render_docs()
+        return 0
+    sizes = [int(n) for n in args.hosts.split(",") if n.strip()]
+    for tool in ("podman", "ansible-playbook", "debootstrap"):
+        if not shutil.which(tool):
+            raise SystemExit("%s is not on PATH (apt-get install podman runc debootstrap; the virtualenv's bin)" % tool)
+    layers, missing = chosen_layers([tag.strip() for tag in args.skip_layers.split(",") if tag.strip()])
+    tags = [layer[0] for layer in layers]
+    log("layers: %s%s" % (", ".join("%s (%s)" % layer for layer in layers),
+                          ("; not in site.yml: " + ", ".join(missing)) if missing else ""))
+    link_collection()
+    info = machine()
+    rows = []
+    started = time.monotonic()
+    work = tempfile.mkdtemp(prefix="rdmaops-bench.")
+    # the work directory (logs) stays when a run fails, and goes when all went well
+    env = ansible_env(work)
+    stale = leftovers(args.prefix)
+    if stale:
+        log("removing %d containers left by an earlier run" % len(stale))
+        harness(DESTROY, stale, work, env, args.prefix)
+    for count in sizes:
+        row = bench_one(count, tags, work, env, args)
+        rows.append(row)
+        print(table(rows[-1:]), flush=True)
+        if args.docs:  # kept after every N: a long run cut short still leaves its figures
+            save(args.label, tags, info, rows)
+        if args.smoke and row["noop_changed"]:
+            raise SystemExit("N=%d: the re-run changed %d things; it must change nothing" % (
+                count, row["noop_changed"]))
+        if args.smoke and not row["modules_per_host"]:
+            raise SystemExit("N=%d: no module execution was counted (bench_count callback not loaded?)" % count)
+    print()
+    print(table(rows))
+    for row in rows:
+        print("N=%d no-op module executions per host: %s" % (row["hosts"], json.dumps(row["noop_modules"])))
+    by_size = {row["hosts"]: row for row in rows}
+    if 8 in by_size and 32 in by_size:
+        growth = by_size[32]["noop_per_host_s"] / by_size[8]["noop_per_host_s"] - 1
+        print("no-op cost per host from N=8 to N=32: %+.0f%% (goal: within 20%%)" % (growth * 100))
+    print("total %.0f s" % (time.monotonic() - started))
+    shutil.rmtree(work, ignore_errors=True)
+    if args.docs:
+        render_docs()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
