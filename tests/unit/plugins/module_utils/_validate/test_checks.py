@@ -18,7 +18,9 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks impo
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, *[os.pardir] * 5))
 PERFTEST = os.path.join(REPO, "tests", "unit", "fixtures", "perftest")
-LAB_FABRIC = yaml.safe_load(open(os.path.join(REPO, "inventories", "lab", "group_vars", "all.yml")))["roce_fabric"]
+LAB_VARS = yaml.safe_load(open(os.path.join(REPO, "inventories", "lab", "group_vars", "all.yml")))
+LAB_FABRIC = LAB_VARS["roce_fabric"]
+LAB_FRACTION = LAB_VARS["validate_min_bw_fraction"]  # Soft-RoCE under emulation: see the inventory
 INTENT = resolve_intent(LAB_FABRIC)
 
 
@@ -65,7 +67,7 @@ def one_failure(result, host, field):
 
 
 def test_healthy_lab_has_no_failing_finding_and_records_the_measurements(lab):
-    result = fabric_check(INTENT, lab, switches={}, min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, switches={}, min_bw_fraction=LAB_FRACTION)
     assert failed(result) == []
     assert result["passed"] is True
     assert all(tuple(sorted(f)) == tuple(sorted(FINDING_KEYS)) for f in result["findings"])
@@ -81,7 +83,7 @@ def test_healthy_lab_has_no_failing_finding_and_records_the_measurements(lab):
 
 
 def test_parts_without_data_are_not_checked_never_passed(lab):
-    result = fabric_check(INTENT, lab, switches={}, min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, switches={}, min_bw_fraction=LAB_FRACTION)
     unchecked = dict(((f["check"], f["host"], f["field"]), f) for f in result["findings"] if f["passed"] is None)
     # no switch state, no QoS state (nic None), Soft-RoCE has no firmware version
     assert ("switch", "switches", "fabric") in unchecked
@@ -93,7 +95,7 @@ def test_parts_without_data_are_not_checked_never_passed(lab):
 
 def test_fault_mtu_1500_on_one_vm(tmp_path, lab):
     lab["vm2"]["rdma"] = rxe_facts(tmp_path / "bad", "rxe_bookworm_mtu1500.json")
-    result = fabric_check(INTENT, lab, min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION)
     assert result["passed"] is False
     mtu = one_failure(result, "vm2", "mtu")
     assert (mtu["expected"], mtu["actual"], mtu["device"]) == (9000, 1500, "rxe0/1")
@@ -109,7 +111,7 @@ def test_fault_rdma_cm_unloaded(tmp_path, lab):
             del manifest["entries"][path]
 
     lab["vm2"]["rdma"] = rxe_facts(tmp_path / "bad", edit=unload)
-    result = fabric_check(INTENT, lab, min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION)
     finding = one_failure(result, "vm2", "rdma_cm")
     assert (finding["check"], finding["expected"], finding["actual"]) == ("modules", "loaded", "not loaded")
     assert "modprobe rdma_cm" in finding["hint"]
@@ -117,7 +119,7 @@ def test_fault_rdma_cm_unloaded(tmp_path, lab):
 
 def test_fault_perftest_without_result_and_slow_bandwidth(lab):
     lab["vm1"]["rdma_runs"][0].update(rc=1, stdout="", stderr=read("ib_write_bw_rejected.txt"))
-    result = fabric_check(INTENT, lab, min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION)
     finding = one_failure(result, "vm1", "bandwidth_gbps")
     assert finding["peer"] == "vm2" and finding["actual"] == "no result" and "rdma_cm" in finding["hint"]
     # the same real measurement against the 0.8 default is far below 2 Gb/s
@@ -129,7 +131,7 @@ def test_fault_perftest_without_result_and_slow_bandwidth(lab):
 
 def test_fault_path_drops_jumbo_frames(lab):
     lab["vm1"]["pings"][0].update(rc=1, stdout=read("ping_dropped.txt"))
-    finding = one_failure(fabric_check(INTENT, lab, min_bw_fraction=0.004), "vm1", "mtu_path")
+    finding = one_failure(fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION), "vm1", "mtu_path")
     assert finding["peer"] == "vm2" and finding["actual"] == "0/2 replies" and "8972" in finding["hint"]
 
 
@@ -141,19 +143,19 @@ SWITCH = dict(fabric=dict(roce_dscp=26, roce_priority=3, cnp_dscp=48, cnp_priori
 
 
 def test_switch_matching_the_intent_passes_and_pfc_disagreement_fails(lab):
-    good = fabric_check(INTENT, lab, switches=dict(leaf1=SWITCH), min_bw_fraction=0.004)
+    good = fabric_check(INTENT, lab, switches=dict(leaf1=SWITCH), min_bw_fraction=LAB_FRACTION)
     switch = [f for f in good["findings"] if f["check"] == "switch"]
     assert switch and all(f["passed"] is True for f in switch)
     bad = copy.deepcopy(SWITCH)
     bad["fabric"]["pfc_priorities"] = [3, 4]
-    result = fabric_check(INTENT, lab, switches=dict(leaf1=bad), min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, switches=dict(leaf1=bad), min_bw_fraction=LAB_FRACTION)
     finding = one_failure(result, "leaf1", "pfc_priorities")
     assert (finding["expected"], finding["actual"]) == ([3], [3, 4]) and "pfc priorities" in finding["hint"]
     assert result["summary"]["failed_hosts"] == ["leaf1"]
 
 
 def test_switch_keys_missing_are_not_checked(lab):
-    result = fabric_check(INTENT, lab, switches=dict(leaf1=dict(fabric=dict(pfc_priorities=[3]))), min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, switches=dict(leaf1=dict(fabric=dict(pfc_priorities=[3]))), min_bw_fraction=LAB_FRACTION)
     switch = dict((f["field"], f["passed"]) for f in result["findings"] if f["check"] == "switch")
     assert switch["pfc_priorities"] is True
     assert switch["roce_dscp"] is None and switch["switch_mtu"] is None and switch["ecn.min_threshold_bytes"] is None
@@ -165,7 +167,7 @@ def test_drift_names_the_host_off_the_majority(tmp_path, lab):
 
     lab["vm3"] = dict(rdma=rxe_facts(tmp_path / "vm3"), nic=None)
     lab["vm2"]["rdma"] = rxe_facts(tmp_path / "odd", edit=kernel)
-    result = fabric_check(INTENT, lab, min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION)
     finding = one_failure(result, "vm2", "kernel")
     assert (finding["check"], finding["expected"], finding["actual"]) == ("drift", "6.1.0-50-amd64", "6.1.0-99-amd64")
     assert [f["host"] for f in failed(result)] == ["vm2"]

@@ -8,7 +8,7 @@ import jsonschema
 import junitparser
 import pytest
 
-from test_checks import INTENT, fabric_check, lab, rxe_facts  # noqa: F401  (lab is a fixture)
+from test_checks import INTENT, LAB_FRACTION, fabric_check, lab, rxe_facts  # noqa: F401  (lab is a fixture)
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate import report
@@ -33,7 +33,7 @@ def write(tmp_path, result, now=1764050000):
 
 def test_failing_report_in_all_three_formats(tmp_path, lab):  # noqa: F811
     lab["vm2"]["rdma"] = rxe_facts(tmp_path / "bad", "rxe_bookworm_mtu1500.json")
-    result = fabric_check(INTENT, lab, min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION)
     run_dir = write(tmp_path, result)
     assert os.path.basename(run_dir) == "20251125T055320Z"
     data = json.load(open(os.path.join(run_dir, "report.json")))
@@ -59,7 +59,7 @@ def test_failing_report_in_all_three_formats(tmp_path, lab):  # noqa: F811
 
 
 def test_second_run_in_the_same_second_gets_its_own_directory_and_latest(tmp_path, lab):  # noqa: F811
-    result = fabric_check(INTENT, lab, min_bw_fraction=0.004)
+    result = fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION)
     first = write(tmp_path, result)
     second = write(tmp_path, result)
     assert first != second and os.path.basename(second) == "20251125T055320Z-2"
@@ -70,7 +70,7 @@ def test_second_run_in_the_same_second_gets_its_own_directory_and_latest(tmp_pat
 
 
 def test_schema_rejects_a_finding_without_its_fields(tmp_path, lab):  # noqa: F811
-    data = json.loads(report.to_json(dict(fabric_check(INTENT, lab, min_bw_fraction=0.004), intent=INTENT)))
+    data = json.loads(report.to_json(dict(fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION), intent=INTENT)))
     del data["findings"][0]["hint"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, schema(), cls=jsonschema.Draft202012Validator)
@@ -80,4 +80,4 @@ def test_unwritable_report_dir_says_what_to_do(tmp_path, lab):  # noqa: F811
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(RdmaopsError, match="validate_report_dir"):
-        report.write_report(str(blocker / "reports"), fabric_check(INTENT, lab, min_bw_fraction=0.004))
+        report.write_report(str(blocker / "reports"), fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION))
