@@ -119,16 +119,17 @@ def to_markdown(report):
     if counters:
         available = [m for m in counters if m["detail"].get("available")]
         missing = sorted(set("%s %s" % (m["host"], m["name"]) for m in counters if not m["detail"].get("available")))
-        lines += ["", "## Counters (delta across the tests)", ""]
+        lines += ["", "## Counters (delta across the tests)"]
         if available:
-            lines += ["| host | device | counter | delta |", "|---|---|---|---|"]
+            lines += ["", "| host | device | counter | delta |", "|---|---|---|---|"]
             lines += ["| %s | %s | %s | %s |" % (m["host"], m["device"], m["name"], m["value"]) for m in available]
         if missing:
             lines += ["", "Not exposed by the driver (not available): %s." % ", ".join(missing)]
     unchecked = [f for f in report["findings"] if f["passed"] is None]
     if unchecked:
         lines += ["", "## Not checked", ""]
-        lines += ["- %s %s %s %s: %s" % (f["check"], f["host"], _where(f), f["field"], f["hint"]) for f in unchecked]
+        lines += ["- %s: %s" % (" ".join(part for part in (f["check"], f["host"], _where(f), f["field"]) if part), f["hint"])
+                  for f in unchecked]
     passed = [f for f in report["findings"] if f["passed"] is True]
     if passed:
         lines += ["", "## Passed", "", "| check | host | peer | device | field | actual |", "|---|---|---|---|---|---|"]
