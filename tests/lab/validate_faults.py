@@ -43,9 +43,10 @@ FAULTS = {
             # the collection's own re-apply unit writes the intent's ToS back
             "systemctl restart rdmaops-nic-qos@rxe0.service",
             ("vm1", "tos", "default_roce_tos"), []),
-    "rdma_cm": ("vm2", "modprobe -r rdma_ucm rdma_cm",
-                # rdma_cm's configfs group went with the module: the re-apply unit writes the ToS again
-                "modprobe rdma_cm && modprobe rdma_ucm && systemctl restart rdmaops-nic-qos@rxe0.service",
+    # rdma_cm is held by its configfs group and by Debian's rpcrdma and ib_iser: all go, and come
+    # back; the group went with the module, so the re-apply unit writes the ToS again
+    "rdma_cm": ("vm2", "rmdir /sys/kernel/config/rdma_cm/rxe0 && modprobe -r rpcrdma ib_iser rdma_cm",
+                "modprobe rdma_cm && modprobe rpcrdma && modprobe ib_iser && systemctl restart rdmaops-nic-qos@rxe0.service",
                 ("vm2", "rdma_cm", "modprobe rdma_cm"), []),
     "switch": (None, None, None, ("leaf1", "pfc_priorities", "pfc priorities"), [SWITCH_FIXTURE]),
 }
