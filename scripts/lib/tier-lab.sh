@@ -2,7 +2,8 @@
 # The lab test tier: the collection end to end on two soft-RoCE VMs (tests/lab).
 #   boot -> converge (site.yml) -> re-run, which must change nothing -> the intent's ToS on the
 #   wire -> reboot a VM (what the VMs report must not change; the ToS on the wire again) -> its
-#   RDMA device reloaded (the ToS put back) -> verify (tests/lab/verify.yml) -> a switch port at 1500 ->
+#   RDMA device reloaded (the ToS put back) -> verify (tests/lab/verify.yml) -> validate (passes, then
+#   catches four faults, tests/lab/validate_faults.py) -> a switch port at 1500 ->
 #   a third VM joins -> MTU end to end on all three (tests/lab/mtu.yml) -> down
 # Every step's wall time is printed; the lab is taken down whatever happens.
 # Sourced after scripts/lib/bootstrap.sh; run with `bootstrap; tier_lab`.
@@ -49,14 +50,21 @@ PY
   rm -f "$out"
 }
 
-# lab_verify INVENTORY: run tests/lab/verify.yml, then playbooks/validate.yml; remember the
-# ib_write_bw figure validate.yml prints.
+# lab_verify INVENTORY: run tests/lab/verify.yml (the lab's own checks).
 lab_verify() {
+  ANSIBLE_NOCOLOR=1 ansible-playbook -i "$1" tests/lab/verify.yml
+}
+
+# lab_validate INVENTORY: playbooks/validate.yml (rdmaops.roce.validate) on the healthy lab must pass
+# with changed=0 and perftest's bandwidth and latency in report.json; then one fault at a time (vm2's
+# fabric MTU 1500, vm1's rdma_cm ToS, rdma_cm unloaded on vm2, a switch state whose PFC disagrees),
+# each undone afterwards, must fail it with the right host, field and hint (tests/lab/validate_faults.py).
+# Remembers the bandwidth line.
+lab_validate() {
   local out rc=0
   out=$(mktemp)
-  { ANSIBLE_NOCOLOR=1 ansible-playbook -i "$1" tests/lab/verify.yml &&
-    ANSIBLE_NOCOLOR=1 ansible-playbook -i "$1" playbooks/validate.yml; } 2>&1 | tee "$out" || rc=$?
-  lab_bandwidth=$(tr -s ' \n' ' ' < "$out" | grep -o 'ib_write_bw [^:]*: [0-9.]* Gb/s average' | tail -n 1 || true)
+  python3 "$REPO_ROOT/tests/lab/validate_faults.py" -i "$1" 2>&1 | tee "$out" || rc=$?
+  lab_bandwidth=$(grep -o 'ib_write_bw .* usec typical (ToS [0-9]*)' "$out" | tail -n 1 || true)
   rm -f "$out"
   return "$rc"
 }
@@ -199,7 +207,8 @@ tier_lab() {
     _lab_step "reboot vm2 (state survives)" lab_reboot_keeps vm2
     _lab_step "ToS on the wire after vm2's reboot" lab_tos_after vm2 vm1
     _lab_step "rxe reload on vm2: ToS put back" lab_rxe_reload_puts_tos_back vm2 vm1
-    _lab_step "verify: lab checks + validate.yml" lab_verify "$inv"
+    _lab_step "verify: tests/lab/verify.yml" lab_verify "$inv"
+    _lab_step "validate: passes, then 4 faults caught" lab_validate "$inv"
     _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check
     # vm3's fabric NIC is netplan's (vm1 ifupdown, vm2 networkd): the MTU checks run on all three
     _lab_step "up: vm3 (netplan) joins" lab_cli up -n 3

@@ -142,19 +142,37 @@ def tree_inventory(tmp_path, capture):
     return local_inventory(tmp_path), env
 
 
+def validate_report(tmp_path, capture, check=False):
+    """playbooks/validate.yml on localhost reading a recorded host; (process, report.json)."""
+    inventory, env = tree_inventory(tmp_path, capture)
+    reports = tmp_path / "reports"
+    proc = run_playbook("validate.yml", inventory, extra_vars={"validate_report_dir": str(reports)}, check=check, env_extra=env)
+    path = reports / "latest" / "report.json"
+    return proc, (json.loads(path.read_text()) if path.exists() else None)
+
+
 def test_validate_passes_on_a_host_at_the_intent(tmp_path):
     """The Soft-RoCE VM captured at MTU 9000 meets the lossless intent on every check a single host can make."""
-    inventory, env = tree_inventory(tmp_path, "rxe_bookworm_mtu9000.json")
-    proc = run_playbook("validate.yml", inventory, check=False, env_extra=env)
+    proc, report = validate_report(tmp_path, "rxe_bookworm_mtu9000.json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["passed"] is True
+    passed = set((f["check"], f["field"]) for f in report["findings"] if f["passed"] is True)
+    assert {("mtu", "mtu"), ("mtu", "active_mtu"), ("gid", "roce_v2_ipv4_gid_index"), ("modules", "rdma_cm")} <= passed
     out = proc.stdout.replace("\n        ", " ")
-    assert "localhost: 1 active RoCE port(s) at MTU 9000 with RoCE v2 IPv4 GIDs" in out
-    assert "rxe0/1 ens4 198.18.0.11/24,198.18.0.111/24 MTU 9000 active_mtu 4096 GID 1" in out
+    assert "fabric PASSED" in out
+    assert re.search(r"^localhost\s+: ok=\d+\s+changed=0\s", proc.stdout, re.M), proc.stdout
 
 
 def test_validate_names_the_port_below_the_intent(tmp_path):
-    inventory, env = tree_inventory(tmp_path, "rxe_bookworm_mtu1500.json")
-    proc = run_playbook("validate.yml", inventory, check=False, env_extra=env)
+    proc, report = validate_report(tmp_path, "rxe_bookworm_mtu1500.json")
     assert proc.returncode != 0
-    out = proc.stdout.replace("\n        ", " ")
-    assert "rxe0 port 1 (ens4): netdev MTU 1500, not 9000; active_mtu 1024, not 4096" in out
+    bad = [(f["host"], f["device"], f["field"], f["expected"], f["actual"]) for f in report["findings"] if f["passed"] is False]
+    assert bad == [("localhost", "rxe0/1", "mtu", 9000, 1500), ("localhost", "rxe0/1", "active_mtu", 4096, 1024)]
+    assert "the fabric failed 2 check(s) on localhost" in proc.stdout.replace("\n        ", " ")
+
+
+def test_validate_in_check_mode_changes_nothing_and_says_what_it_skipped(tmp_path):
+    proc, report = validate_report(tmp_path, "rxe_bookworm_mtu9000.json", check=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^localhost\s+: ok=\d+\s+changed=0\s", proc.stdout, re.M), proc.stdout
+    assert report["passed"] is True
