@@ -79,7 +79,7 @@ attributes:
     support: full
     description: Runs on the controller as an action plugin.
 notes:
-  - Reports C(changed=false): it checks; the report it writes is its output on the controller.
+  - Reports C(changed=false) - it checks; the report it writes is its output on the controller.
 seealso:
   - name: The validate role
     description: Gathers what this plugin checks, measures, and fails the play on findings.

@@ -7,7 +7,7 @@ import json
 
 import yaml
 
-from fixtures import switch_cli
+import switchcli as switch_cli
 from ansiblerun import adhoc, playbook
 
 MODULE = "rdmaops.roce.switch_roce"

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # The validate role's one read per host (run by sh -c, netdevs as arguments): every RDMA port's
 # hw_counters as PATH:VALUE, per netdev the PFC pause and out-of-buffer lines of ethtool -S after
 # "== ethtool NETDEV", and which test tools are installed as "== tool NAME PATH". Reads only.

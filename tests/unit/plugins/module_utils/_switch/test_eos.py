@@ -6,7 +6,7 @@ interface-level form of Arista's RoCE examples."""
 import pytest
 import pyavd
 
-from fixtures import switch_cli
+import switchcli as switch_cli
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch import eos
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.profile import resolve_mtu, resolve_config

@@ -4,7 +4,7 @@ DSCP range or by CoS 3, CNPs by DSCP 48 or CoS 6)."""
 
 import pytest
 
-from fixtures import switch_cli
+import switchcli as switch_cli
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch import nxos
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.profile import resolve_config, resolve_mtu
@@ -93,7 +93,7 @@ def test_parse_roce_and_cnp_matched_by_cos():
 
 def test_parse_policies_defined_but_not_applied():
     text = "\n".join(switch_cli.lines("nxos_default.cfg"))
-    text = text.split("system qos")[0]  # no system qos, no interfaces
+    text = text.split("system qos", maxsplit=1)[0]  # no system qos, no interfaces
     parsed = nxos.parse(text, "10.5")
     assert parsed["interfaces"] == []
     assert parsed["fabric"]["pfc_priorities"] == [3] and parsed["fabric"]["roce_dscp"] == 26

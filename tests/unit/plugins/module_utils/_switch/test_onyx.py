@@ -4,7 +4,7 @@ parse of the manual form as NVIDIA documents it (port ranges, ## comments, inden
 
 import pytest
 
-from fixtures import switch_cli
+import switchcli as switch_cli
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch import onyx
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.profile import resolve_config, resolve_mtu

@@ -8,7 +8,8 @@ import jsonschema
 import junitparser
 import pytest
 
-from test_checks import INTENT, LAB_FRACTION, fabric_check, lab, rxe_facts  # noqa: F401  (lab is a fixture)
+# lab is a pytest fixture: imported to be used by name
+from test_checks import INTENT, LAB_FRACTION, fabric_check, lab, rxe_facts  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate import report
