@@ -17,6 +17,7 @@ from collections import Counter
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import roce_ports
+from ansible_collections.rdmaops.roce.plugins.module_utils._intent import SWITCH_MTU_MAX_WORD
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import roce_active_mtu
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate import measure
 
@@ -220,6 +221,13 @@ def drift_findings(hosts):
 
 
 # switches --------------------------------------------------------------------------------------
+def switch_mtu_floor(intent):
+    """The least MTU a switch port may have: switch_mtu, or with ``max`` (each NOS's largest, which
+    the switch layer clamps per NOS) the hosts' MTU, the frames it must carry."""
+    mtu = intent["switch_mtu"]
+    return intent["host_mtu"] if mtu == SWITCH_MTU_MAX_WORD else mtu
+
+
 def switch_findings(switches, intent):
     """Each switch's gathered ``fabric`` and ``interfaces`` against the intent; keys missing = not checked."""
     if not switches:
@@ -239,12 +247,13 @@ def switch_findings(switches, intent):
             out.append(_switch_compare(name, key, want, dict(((key, sorted(have) if isinstance(have, list) else have),)),
                                        "the switch must have %s %s, as every host: %s" % (key.replace("_", " "), want, fix)))
         mtu = fabric.get("switch_mtu")
+        floor = switch_mtu_floor(intent)
         if mtu is None:
             out.append(not_checked("switch", name, "switch_mtu", "switch_mtu not gathered", expected=intent["switch_mtu"]))
         else:
-            out.append(finding("switch", name, "switch_mtu", ">= %s" % intent["switch_mtu"], mtu,
+            out.append(finding("switch", name, "switch_mtu", ">= %s" % floor, mtu,
                                "raise the switch's MTU to %s (host_mtu %s plus headroom)" % (intent["switch_mtu"], intent["host_mtu"]),
-                               mtu >= intent["switch_mtu"]))
+                               mtu >= floor))
         ecn = fabric.get("ecn")
         for key in SWITCH_ECN:
             want = (intent.get("ecn") or {}).get(key)
@@ -275,8 +284,9 @@ def _switch_interfaces(name, interfaces, intent):
             continue
         port = entry.get("name") or entry.get("interface")
         if entry.get("mtu") is not None:
-            out.append(finding("switch", name, "mtu", ">= %s" % intent["switch_mtu"], entry["mtu"],
-                               "raise %s's MTU to %s" % (port, intent["switch_mtu"]), entry["mtu"] >= intent["switch_mtu"], device=port))
+            floor = switch_mtu_floor(intent)
+            out.append(finding("switch", name, "mtu", ">= %s" % floor, entry["mtu"],
+                               "raise %s's MTU to %s" % (port, intent["switch_mtu"]), entry["mtu"] >= floor, device=port))
         pfc = entry.get("pfc_priorities")
         if pfc is not None:
             want = sorted(intent["pfc_priorities"])

@@ -154,6 +154,17 @@ def test_switch_matching_the_intent_passes_and_pfc_disagreement_fails(lab):
     assert result["summary"]["failed_hosts"] == ["leaf1"]
 
 
+def test_switch_mtu_max_asks_for_the_hosts_frames(lab):
+    """switch_mtu: max (each NOS's largest) cannot be compared as a number: a switch must carry host_mtu."""
+    intent = resolve_intent(dict(LAB_FABRIC, switch_mtu="max"))
+    for mtu, passed in ((9214, True), (8000, False)):
+        state = copy.deepcopy(SWITCH)
+        state["fabric"]["switch_mtu"] = mtu
+        result = fabric_check(intent, lab, switches=dict(leaf1=state), min_bw_fraction=LAB_FRACTION)
+        finding = [f for f in result["findings"] if f["host"] == "leaf1" and f["field"] == "switch_mtu"][0]
+        assert (finding["expected"], finding["actual"], finding["passed"]) == (">= %d" % intent["host_mtu"], mtu, passed)
+
+
 def test_switch_keys_missing_are_not_checked(lab):
     result = fabric_check(INTENT, lab, switches=dict(leaf1=dict(fabric=dict(pfc_priorities=[3]))), min_bw_fraction=LAB_FRACTION)
     switch = dict((f["field"], f["passed"]) for f in result["findings"] if f["check"] == "switch")
