@@ -43,10 +43,16 @@ FAULTS = {
             # the collection's own re-apply unit writes the intent's ToS back
             "systemctl restart rdmaops-nic-qos@rxe0.service",
             ("vm1", "tos", "default_roce_tos"), []),
-    # rdma_cm is held by its configfs group and by Debian's rpcrdma and ib_iser: all go, and come
-    # back; the group went with the module, so the re-apply unit writes the ToS again
-    "rdma_cm": ("vm2", "rmdir /sys/kernel/config/rdma_cm/rxe0 && modprobe -r rpcrdma ib_iser rdma_cm",
-                "modprobe rdma_cm && modprobe rpcrdma && modprobe ib_iser && systemctl restart rdmaops-nic-qos@rxe0.service",
+    # rdma_cm is held by its configfs group and by whatever modules use it (Debian's rdma_ucm, rpcrdma,
+    # ib_iser; which ones depends on what ran before, e.g. a reloaded rdma_rxe): the group goes, then
+    # every holder, deepest first, then rdma_cm; the undo loads them back, and the re-apply unit
+    # writes the ToS again into the group it re-creates
+    "rdma_cm": ("vm2", "rmdir /sys/kernel/config/rdma_cm/rxe0 2>/dev/null; "
+                       "held() { local h; for h in $(ls /sys/module/$1/holders 2>/dev/null); do held $h; echo $h; done; }; "
+                       "mods=$(held rdma_cm | awk '!seen[$0]++'); echo $mods > /run/rdmaops-fault-rdma_cm; "
+                       "modprobe -r $mods rdma_cm",
+                "modprobe rdma_cm && for m in $(cat /run/rdmaops-fault-rdma_cm 2>/dev/null); do modprobe $m || exit 1; done; "
+                "systemctl restart rdmaops-nic-qos@rxe0.service",
                 ("vm2", "rdma_cm", "modprobe rdma_cm"), []),
     "switch": (None, None, None, ("leaf1", "pfc_priorities", "pfc priorities"), [SWITCH_FIXTURE]),
 }
@@ -101,7 +107,11 @@ def fault(inventory, base, name):
     if vm:
         done = lab_ssh(vm, inject)
         if done.returncode != 0:
-            return ["%s: injecting on %s failed: %s" % (name, vm, done.stderr.strip())]
+            # it may have done part of it: undo whatever it did before saying so
+            undone = lab_ssh(vm, undo)
+            return ["%s: injecting on %s failed: %s%s" % (
+                name, vm, done.stderr.strip(),
+                "" if undone.returncode == 0 else "; undoing failed too: %s" % undone.stderr.strip())]
     try:
         rc, report, _changed, took, _out = validate(inventory, os.path.join(base, name), dict(validate_rdma=False), files)
     finally:
