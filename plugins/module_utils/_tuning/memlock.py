@@ -15,11 +15,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import posixpath
 import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import absolute_path
 
 # "unlimited" or a size in KiB, matched whole.
 LIMIT_RE = re.compile(r"unlimited|[1-9][0-9]*")
@@ -73,10 +73,7 @@ class MemlockEngine(Engine):
             raise InputError("domains: %s is not a pam_limits domain (a user, @group, * or a uid range, without spaces)"
                              % ", ".join(repr(domain) for domain in bad), option="domains")
         for option in ("limits_file", "systemd_dropin"):
-            path = params[option]
-            if not posixpath.isabs(path) or posixpath.normpath(path) != path or path.endswith("/"):
-                raise InputError("%s=%s: give an absolute path to a file, e.g. /etc/security/limits.d/90-rdmaops-roce-memlock.conf"
-                                 % (option, path), option=option)
+            absolute_path(option, params[option])
 
     def _systemd_value(self):
         """What systemd gives services now, or None where systemd does not run this host (or a test tree)."""
