@@ -120,8 +120,8 @@ class SwitchRoce(Engine):
             return
         if self.state == "gathered":
             return
-        profile = self._profile_for_nos()
-        self.commands, predicted = self.driver.plan(self.state, profile, self.interfaces, self.raw, self.version)
+        self.nos_profile = self._profile_for_nos()
+        self.commands, predicted = self.driver.plan(self.state, self.nos_profile, self.interfaces, self.raw, self.version)
         if not self.commands:
             return
         self.after = self.driver.parse_raw(predicted)
@@ -137,7 +137,7 @@ class SwitchRoce(Engine):
     def verify(self):
         self.raw = self.device.read()
         self.after = self.driver.parse_raw(self.raw)
-        left, dummy = self.driver.plan(self.state, self._profile_for_nos(), self.interfaces, self.raw, self.version)
+        left, dummy = self.driver.plan(self.state, self.nos_profile, self.interfaces, self.raw, self.version)
         if left:
             return ["the switch still differs after applying: %s" % (left,)]
         return []
