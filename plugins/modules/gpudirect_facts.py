@@ -108,12 +108,13 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_facts
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning import specs
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.gpudirect import gather
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(use_lspci=dict(type="bool", default=True)),
+        argument_spec=specs.GPUDIRECT_FACTS,
         supports_check_mode=True,
     )
     run_facts(module, gather)

@@ -87,18 +87,13 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning import specs
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.memlock import MemlockEngine
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            limit=dict(type="str", default="unlimited"),
-            domains=dict(type="list", elements="str", default=["*", "root"]),
-            limits_file=dict(type="path", default="/etc/security/limits.d/90-rdmaops-roce-memlock.conf"),
-            systemd_dropin=dict(type="path", default="/etc/systemd/system.conf.d/90-rdmaops-roce-memlock.conf"),
-            adopt=dict(type="bool", default=False),
-        ),
+        argument_spec=dict(specs.MEMLOCK, **specs.ADOPT),
         supports_check_mode=True,
     )
     run_module(module, MemlockEngine)

@@ -114,21 +114,13 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning import specs
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.ethtool import NicEthtoolEngine
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            interfaces=dict(type="list", elements="str", required=True),
-            global_pause=dict(type="bool"),
-            rings=dict(type="dict"),
-            adaptive_rx=dict(type="bool"),
-            adaptive_tx=dict(type="bool"),
-            persist=dict(type="bool", default=True),
-            unsupported=dict(type="str", choices=["warn", "fail"], default="warn"),
-            adopt=dict(type="bool", default=False),
-        ),
+        argument_spec=dict(specs.NIC_KNOBS, interfaces=dict(type="list", elements="str", required=True), **specs.ADOPT),
         supports_check_mode=True,
     )
     run_module(module, NicEthtoolEngine)

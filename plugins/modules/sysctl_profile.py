@@ -147,19 +147,13 @@ overridden:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._tuning import specs
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.sysctl import SysctlProfileEngine
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            settings=dict(type="dict"),
-            path=dict(type="path", default="/etc/sysctl.d/90-rdmaops-roce.conf"),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            apply_runtime=dict(type="bool", default=True),
-            runtime_errors=dict(type="str", choices=["fail", "warn"], default="fail"),
-            adopt=dict(type="bool", default=False),
-        ),
+        argument_spec=dict(specs.SYSCTL, **specs.ADOPT),
         required_if=[("state", "present", ["settings"])],
         supports_check_mode=True,
     )

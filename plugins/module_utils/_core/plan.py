@@ -149,8 +149,10 @@ class Plan:
     def changed(self):
         return bool(self._effective())
 
-    def descriptions(self):
-        return [change.description for change in self._effective()]
+    def descriptions(self, first=0, end=None):
+        """What changes (or would), in order; ``first``/``end`` pick the changes one part of an
+        aggregate engine added (their indexes, as ``len(plan)`` gave them)."""
+        return [change.description for change in self._changes[first:end] if change.key not in self._refused]
 
     def steps(self):
         return [step.description for step in self._steps] if self._changes else []
