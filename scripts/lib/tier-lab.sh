@@ -11,10 +11,15 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lab.sh"
 
 # lab_converge_idempotent INVENTORY: run site.yml again; fail unless every host reports changed=0.
+# Then the issue-14 figure: that no-op run's wall time against `ansible rdma_hosts -m ping` on the
+# same VMs (median of 3), kept in lab_noop_ratio for the summary (a figure, not a pass/fail: wall
+# times on a shared CI machine swing with its load).
 lab_converge_idempotent() {
-  local inv=$1 out rc=0
+  local inv=$1 out rc=0 start noop
   out=$(mktemp)
+  start=$(date +%s%N)
   ANSIBLE_NOCOLOR=1 ansible-playbook -i "$inv" playbooks/site.yml 2>&1 | tee "$out" || rc=$?
+  noop=$(( ($(date +%s%N) - start) / 1000000 ))
   if [ "$rc" -ne 0 ]; then
     rm -f "$out"
     return "$rc"
@@ -48,6 +53,23 @@ PY
     return 1
   fi
   rm -f "$out"
+  lab_noop_vs_ping "$inv" "$noop"
+}
+
+# lab_noop_vs_ping INVENTORY NOOP_MS: time `ansible rdma_hosts -m ping` 3 times; set lab_noop_ratio.
+lab_noop_vs_ping() {
+  local inv=$1 noop=$2 start pings=()
+  for _ in 1 2 3; do
+    start=$(date +%s%N)
+    ANSIBLE_NOCOLOR=1 ansible rdma_hosts -i "$inv" -m ansible.builtin.ping > /dev/null || return 1
+    pings+=($(( ($(date +%s%N) - start) / 1000000 )))
+  done
+  lab_noop_ratio=$(python3 -c 'import statistics, sys
+noop, pings = int(sys.argv[1]), sorted(int(p) for p in sys.argv[2:])
+ping = statistics.median(pings)
+print("no-op site.yml %.1f s = %.1f pings (ansible rdma_hosts -m ping %.1f s, median of %s)"
+      % (noop / 1000, noop / ping, ping / 1000, ", ".join("%.1f" % (p / 1000) for p in pings)))' "$noop" "${pings[@]}")
+  echo "$lab_noop_ratio"
 }
 
 # lab_verify INVENTORY: run tests/lab/verify.yml (the lab's own checks).
@@ -185,6 +207,7 @@ tier_lab() {
     cd "$REPO_ROOT"
     lab_timings=()
     lab_bandwidth=""
+    lab_noop_ratio=""
     trap _lab_finish EXIT
     trap 'exit 130' INT TERM
 
@@ -215,6 +238,7 @@ tier_lab() {
     _lab_step "mtu: tests/lab/mtu.yml on 3 VMs" ansible-playbook -i "$(lab_cli inventory)" tests/lab/mtu.yml
     lab_cli summary
     [ -z "$lab_bandwidth" ] || echo "$lab_bandwidth"
+    [ -z "$lab_noop_ratio" ] || echo "$lab_noop_ratio"
     lab_timings+=("$(printf '  %-36s %7ss' "total before down" "$(($(date +%s) - t0))")")
   )
 }

@@ -407,8 +407,10 @@ class NicEthtoolEngine(Engine):
         return self.params.get("unsupported") == "fail"
 
     def plan(self, plan):
+        first = len(plan)
         self.knobs.plan(plan)
-        if self.knobs.unsupported and self.fail_unsupported and (self.check_mode or not plan.changed):
+        # Its own changes only: in tuning_layer the plan also holds the other parts'.
+        if self.knobs.unsupported and self.fail_unsupported and (self.check_mode or not plan.descriptions(first)):
             # Nothing would be applied first: fail now (with a plan, after applying the supported knobs).
             raise RefusedError("unsupported NIC settings: %s" % self.knobs.unsupported, unsupported=self.knobs.unsupported)
         self._warn()

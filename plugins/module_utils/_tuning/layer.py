@@ -8,9 +8,12 @@ The role called four modules for this (sysctl_profile, memlock, nic_ethtool, gpu
 four round trips per host on every run, converged or not, which a fleet pays thousands of times
 (docs/benchmarks.md). This engine runs the same engines those modules run (``SysctlProfileEngine``,
 ``MemlockEngine``, ``NicEthtoolEngine``) into one Plan, so check mode, the diff and the truth about
-a part-way failure cover the whole layer (a NIC knob that fails puts the sysctl values and files
-back too), and reads the GPUDirect report last, after anything it applied. Each part's result is
-what its fine-grained module returns, with its own ``changed`` and ``changes``.
+a part-way failure cover the whole layer (a change that fails to apply, a file that cannot be
+written or a sysctl the kernel refuses, puts back what every part applied before it), and reads
+the GPUDirect report last, after anything it applied (never on a failure). Each part's result is
+what its fine-grained module returns, with its own ``changed`` (what is still applied) and
+``changes`` (what it planned). A NIC knob the driver refuses is no such failure, as in nic_ethtool:
+it is reported unsupported (``warn``), or fails the task after the rest is applied (``fail``).
 
 The NIC knobs apply to the netdevs named, or, when none are named, to the host's RDMA netdevs as
 sysfs lists them (no tool needed), so a play without the preflight's facts needs no extra call.
@@ -21,7 +24,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, VerifyError
 from ansible_collections.rdmaops.roce.plugins.module_utils._host import gpudirect
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.ethtool import NicEthtoolEngine
@@ -70,8 +73,14 @@ class TuningLayer(Engine):
                     self.nic_skipped = "no RDMA netdev on this host and nic.interfaces names none"
                     continue
             self.engines.append((name, engine_class(self.ctx, options)))
-        for _name, engine in self.engines:
-            engine.validate()
+        for name, engine in self.engines:
+            try:
+                engine.validate()
+            except InputError as exc:
+                # the part's own words, under the option as this module spells it
+                option = exc.details.get("option")
+                details = dict(exc.details, option="%s.%s" % (name, option) if option else name)
+                raise InputError("%s: %s" % (name, exc.msg), **details)
 
     def read(self):
         for _name, engine in self.engines:
@@ -83,27 +92,49 @@ class TuningLayer(Engine):
             first = len(plan)
             engine.plan(plan)
             self.spans[name] = (first, len(plan))
+        if self.check_mode or not plan.changed:
+            # Nothing will be applied: the host as it is now is the host the run leaves.
+            self._read_gpudirect()
 
     def verify(self):
         problems = []
+        refused = None
         for name, engine in self.engines:
-            problems.extend("%s: %s" % (name, problem) for problem in engine.verify())
+            try:
+                problems.extend("%s: %s" % (name, problem) for problem in engine.verify())
+            except VerifyError as exc:  # nic_ethtool's unsupported=fail: keep the other parts' problems
+                refused = exc
+        if refused is not None:
+            if problems:
+                refused.msg = "%s; and %s" % (refused.msg, "; ".join(problems))
+            raise refused
+        self._read_gpudirect()
         return problems
+
+    def _read_gpudirect(self):
+        """The GPUDirect report (read only), once the parts are applied; never on a failure."""
+        if self.params.get("gpudirect") is not None:
+            self.gpudirect = gpudirect.gather(self.ctx, self.params["gpudirect"])["ansible_facts"]
+
+    def _part_changed(self, name):
+        """Predicted in check mode; otherwise whether any of the part's changes is still applied
+        (a change put back by a rollback, or never reached, does not count)."""
+        first, end = self.spans[name]
+        if self.check_mode:
+            return bool(self.plan_ref.descriptions(first, end))
+        ours = list(self.plan_ref)[first:end]
+        return any(change is applied for change in ours for applied in self.plan_ref.applied)
 
     def result(self):
         result = {}
         for name, engine in self.engines:
             part = engine.result()
             if self.plan_ref is not None and name in self.spans:
-                changes = self.plan_ref.descriptions(*self.spans[name])
-                part.update(changed=bool(changes), changes=changes)
+                part.update(changed=self._part_changed(name), changes=self.plan_ref.descriptions(*self.spans[name]))
             result[name] = part
         if self.nic_skipped:
             result["nic"] = dict(changed=False, changes=[], skipped=True, msg=self.nic_skipped,
                                  state={}, unsupported={})
-        if self.params.get("gpudirect") is not None and self.gpudirect is None:
-            # After applying: the report describes the host as the run leaves it.
-            self.gpudirect = gpudirect.gather(self.ctx, self.params["gpudirect"])["ansible_facts"]
         if self.gpudirect is not None:
             result["ansible_facts"] = self.gpudirect
         return result

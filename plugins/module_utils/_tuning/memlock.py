@@ -59,6 +59,11 @@ def dropin_text(limit):
 class MemlockEngine(Engine):
     """``rdmaops.roce.memlock``: the limits.d file, the systemd drop-in and systemd's running value."""
 
+    # Set by validate and read; here so result() answers on a failure before them.
+    limit = None
+    systemd_before = None
+    systemd_after = None
+
     def validate(self):
         params = self.params
         self.limit = str(params["limit"])

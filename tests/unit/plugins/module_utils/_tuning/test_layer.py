@@ -125,7 +125,8 @@ def test_a_host_without_rdma_netdevs_skips_the_nic_part_only(tmp_path):
 def test_bad_input_in_one_part_is_refused_before_any_part_reads(root):
     runner = FakeNic({"ens4": cx7()})
     result, _ctx = run(root, runner, memlock=dict(params()["memlock"], domains=["bad domain"]))
-    assert result["failed"] and result["changed"] is False and "domains" in result["msg"]
+    assert result["failed"] and result["changed"] is False
+    assert result["msg"].startswith("memlock: domains:") and result["option"] == "memlock.domains"
     assert runner.calls == [] and not exists(root, SYSCTL_FILE)
 
 
@@ -148,6 +149,21 @@ def test_a_part_that_fails_to_apply_puts_every_part_back(root):
     assert "write " + SYSCTL_FILE in result["rolled_back"] and "write " + DROPIN in result["not_applied"]
     assert not exists(root, SYSCTL_FILE) and (root / "proc/sys/net/core/rmem_max").read_text() == "212992\n"
     assert set(call[1] for call in runner.calls) == {"-a", "-g", "-c"} and nic["rx"] == 1024
+    # each part says what is still applied (nothing), not what it planned; no report on a failure
+    assert [result[part]["changed"] for part in ("sysctl", "memlock", "nic")] == [False, False, False]
+    assert result["sysctl"]["changes"][0] == "write " + SYSCTL_FILE and "ansible_facts" not in result
+
+
+def test_unsupported_fail_refuses_before_any_part_applies(root):
+    # A knob ethtool cannot even read is known before applying: with unsupported=fail and nothing
+    # else for the NIC part to set, nothing is touched, whatever the other parts would change
+    # (they are in the same plan; nic_ethtool alone fails the same way).
+    nic = dict(cx7(), pause=dict(autoneg=False, rx=False, tx=False), adaptive=dict(rx=True, tx=True))
+    nic["unsupported"] = ("-g",)
+    result, _ctx = run(root, FakeNic({"ens4": nic}), nic=dict(params()["nic"], unsupported="fail", persist=False))
+    assert result["failed"] and result["changed"] is False and "unsupported NIC settings" in result["msg"]
+    assert not exists(root, SYSCTL_FILE) and not exists(root, LIMITS)
+    assert (root / "proc/sys/net/core/rmem_max").read_text() == "212992\n"
 
 
 def test_unsupported_fail_reports_what_stayed_applied(root):
@@ -158,4 +174,5 @@ def test_unsupported_fail_reports_what_stayed_applied(root):
     result, _ctx = run(root, FakeNic({"ens4": nic}), nic=dict(params()["nic"], unsupported="fail"))
     assert result["failed"] and result["changed"] is True
     assert "write " + SYSCTL_FILE in result["applied"] and "unsupported NIC settings" in result["msg"]
+    assert result["sysctl"]["changed"] is True and result["memlock"]["changed"] is True
     assert result["nic"]["unsupported"]["ens4"]["rx ring"].startswith("ethtool -G ens4")
