@@ -3,6 +3,7 @@ busy ports, inventories, the QEMU command line, the summary parser and the lab t
 idempotence gate."""
 
 import os
+import re
 import shutil
 import socket
 import stat
@@ -408,17 +409,22 @@ def test_pid_check_does_not_take_other_processes_for_our_qemu():
 # --------------------------------------------------------------------------- the tier's idempotence gate
 
 
-def fake_playbook(tmp_path, recap):
+def fake_playbook(tmp_path, recap, ping_rc=0):
+    """ansible-playbook printing ``recap`` after 0.4 s; ansible (the ping baseline) logging its
+    arguments and answering after 0.1 s with ``ping_rc``."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     script = bindir / "ansible-playbook"
-    script.write_text("#!/bin/sh\ncat <<'EOF'\n%s\nEOF\n" % recap)
+    script.write_text("#!/bin/sh\nsleep 0.4\ncat <<'EOF'\n%s\nEOF\n" % recap)
     script.chmod(0o755)
+    ping = bindir / "ansible"
+    ping.write_text('#!/bin/sh\necho "$*" >> %s\nsleep 0.1\necho "vm1 | SUCCESS"\nexit %d\n' % (tmp_path / "pings.log", ping_rc))
+    ping.chmod(0o755)
     return str(bindir)
 
 
-def run_gate(tmp_path, recap):
-    bindir = fake_playbook(tmp_path, recap)
+def run_gate(tmp_path, recap, ping_rc=0):
+    bindir = fake_playbook(tmp_path, recap, ping_rc)
     return subprocess.run(
         ["bash", "-c", "source scripts/lib/bootstrap.sh; source scripts/lib/tier-lab.sh; "
                        "lab_converge_idempotent inventories/lab"],
@@ -435,6 +441,22 @@ def test_idempotence_gate_passes_on_zero_changes(tmp_path):
         """))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "idempotence: changed=0 on vm1, vm2" in proc.stdout
+    # the no-op run against the ping baseline on the same hosts, 3 pings, the median counts
+    pings = (tmp_path / "pings.log").read_text().splitlines()
+    assert pings == ["rdma_hosts -i inventories/lab -m ansible.builtin.ping"] * 3
+    ratio = re.search(r"^no-op site\.yml (\d+\.\d) s = (\d+\.\d) pings \(ansible rdma_hosts -m ping (\d+\.\d) s, "
+                      r"median of \d+\.\d, \d+\.\d, \d+\.\d\)$", proc.stdout, re.M)
+    assert ratio, proc.stdout
+    noop, times, ping = (float(value) for value in ratio.groups())
+    assert noop >= 0.4 and 0.1 <= ping < noop and times > 1
+
+
+def test_idempotence_gate_fails_when_the_ping_baseline_fails(tmp_path):
+    proc = run_gate(tmp_path, textwrap.dedent("""\
+        PLAY RECAP *********************************************************************
+        vm1                        : ok=8    changed=0    unreachable=0    failed=0    skipped=0
+        """), ping_rc=4)
+    assert proc.returncode != 0 and "pings" not in proc.stdout
 
 
 def test_idempotence_gate_fails_and_names_the_changed_task(tmp_path):
