@@ -34,6 +34,15 @@ options:
         it (same PCIe switch, same host bridge, same NUMA node, or across NUMA nodes).
     type: bool
     default: true
+  os_facts:
+    description:
+      - Also return the facts of ansible-core's C(distribution), C(platform), C(python) and C(env) fact
+        collectors, keyed as M(ansible.builtin.setup) returns them (C(ansible_facts.distribution),
+        C(ansible_facts.kernel), C(ansible_facts.architecture), C(ansible_facts.python), C(ansible_facts.env),
+        ...), so a play that needs only those saves the C(setup) round trip. C(site.yml)'s preflight uses it.
+      - These are read from the running system, also under C(RDMAOPS_HOST_ROOT).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.facts
@@ -137,6 +146,7 @@ def main():
         argument_spec=dict(
             use_tools=dict(type="bool", default=True),
             gpu_topology=dict(type="bool", default=True),
+            os_facts=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -22,6 +22,16 @@ PLAYBOOK = """---
 """
 PEERMEM_TASK = "rdmaops.roce.peermem : Decide, load, persist and prove the GPUDirect RDMA peer-memory module"
 REPORT_TASK = "rdmaops.roce.peermem : Report the peer-memory decision"
+REQUIRE_TASK = "rdmaops.roce.peermem : Require peer memory (peermem_required) on a host without an NVIDIA GPU"
+# The module alone, as a playbook that does not use the role would call it.
+MODULE_PLAYBOOK = """---
+- name: Run the peermem module on a recorded host
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Decide
+      rdmaops.roce.peermem:
+"""
 UNIT = "etc/systemd/system/rdmaops-peermem.service"
 
 
@@ -42,12 +52,18 @@ def test_a_no_gpu_host_is_skipped_with_the_reason(tmp_path, playbook):
     before = gputree.tree_files(root)
     rc, tasks, stats = ansiblerun.playbook(playbook, env)
     assert rc == 0, tasks
-    result = tasks[PEERMEM_TASK]
-    assert result["skipped"] is True
-    assert "no NVIDIA GPU on this host" in result["msg"]
-    assert tasks[REPORT_TASK]["msg"][0].startswith("skip: no NVIDIA GPU on this host")
+    # The run's RDMA facts show no GPU and no nvidia module: the role decides without the module's
+    # round trip, and says what the module says on the same host, word for word.
+    assert tasks[PEERMEM_TASK]["skipped"] is True and tasks[PEERMEM_TASK]["skip_reason"] == "Conditional result was False"
+    reported = tasks[REPORT_TASK]["msg"][0]
+    assert reported.startswith("skip: no NVIDIA GPU on this host")
     assert stats["changed"] == 0 and stats["failures"] == 0
     assert gputree.tree_files(root) == before
+    module_playbook = tmp_path / "module.yml"
+    module_playbook.write_text(MODULE_PLAYBOOK)
+    rc, tasks, _stats = ansiblerun.playbook(module_playbook, env)
+    assert rc == 0 and tasks["Decide"]["skipped"] is True
+    assert reported == "skip: " + tasks["Decide"]["msg"]
 
 
 def test_b_no_gpu_host_fails_when_peermem_is_required(tmp_path, playbook):
@@ -55,7 +71,7 @@ def test_b_no_gpu_host_fails_when_peermem_is_required(tmp_path, playbook):
     env = host_env(root, gputree.no_gpu_host(root))
     rc, tasks, stats = ansiblerun.playbook(playbook, env, extra_vars={"peermem_required": True})
     assert rc != 0
-    result = tasks[PEERMEM_TASK]
+    result = tasks[REQUIRE_TASK]
     assert result["failed"] is True
     assert result["msg"].startswith("peermem_required is true but no NVIDIA GPU on this host")
     assert stats["failures"] == 1

@@ -91,3 +91,24 @@ def test_adhoc_facts_modules_refuse_unknown_options(cx7_tree):
     rc, result = ansiblerun.adhoc("rdmaops.roce.rdma_facts", "no_such_option=1", cx7_tree)
     assert rc != 0 and result.get("failed") is True
     assert "no_such_option" in result["msg"]
+
+
+def test_os_facts_are_setups_own(cx7_tree):
+    # The oracle is ansible-core's setup module on the same machine: every fact the preflight
+    # now takes from rdma_facts (os_facts=true) instead of setup must be setup's, value for value.
+    ours = run_adhoc("rdmaops.roce.rdma_facts", "os_facts=true", env_extra=cx7_tree)["ansible_facts"]
+    theirs = run_adhoc("ansible.builtin.setup", "gather_subset=min")["ansible_facts"]
+    read_by_roles = ["ansible_distribution", "ansible_distribution_version", "ansible_distribution_major_version",
+                     "ansible_distribution_release", "ansible_os_family", "ansible_kernel", "ansible_architecture",
+                     "ansible_python_version", "ansible_system", "ansible_machine", "ansible_userspace_bits"]
+    for key in read_by_roles:
+        assert ours[key] == theirs[key], key
+    assert ours["ansible_python"]["version"] == theirs["ansible_python"]["version"]
+    assert "PATH" in ours["ansible_env"] and ours["rdma"]["devices"]  # the RDMA facts still come with them
+    # only the four collectors ran: nothing of setup's network, hardware or service collectors
+    assert "ansible_default_ipv4" not in ours and "ansible_service_mgr" not in ours
+
+
+def test_os_facts_are_left_out_by_default(cx7_tree):
+    facts = run_adhoc("rdmaops.roce.rdma_facts", env_extra=cx7_tree)["ansible_facts"]
+    assert list(facts) == ["rdma"]

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._host import os_facts
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (
     GPU_CLASSES,
     IB_CLASS,
@@ -354,7 +355,10 @@ def gather(ctx, params):
         use_tools=params.get("use_tools", True),
         gpu_topology=params.get("gpu_topology", True),
     ).gather()
-    return dict(changed=False, ansible_facts=dict(rdma=facts))
+    ansible_facts = dict(rdma=facts)
+    if params.get("os_facts"):
+        ansible_facts.update(os_facts.gather(ctx.module))
+    return dict(changed=False, ansible_facts=ansible_facts)
 
 
 def _numeric(name):
