@@ -15,7 +15,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._host import os_facts
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (
     GPU_CLASSES,
     IB_CLASS,
@@ -357,6 +356,11 @@ def gather(ctx, params):
     ).gather()
     ansible_facts = dict(rdma=facts)
     if params.get("os_facts"):
+        # Imported only here: ansible's fact collectors cost every other rdma_facts run (validate,
+        # the final report, the roles' re-reads) their import, about 50 ms natively and seconds in
+        # an emulated VM. AnsiballZ still ships the module, its import finder reads function bodies.
+        from ansible_collections.rdmaops.roce.plugins.module_utils._host import os_facts
+
         ansible_facts.update(os_facts.gather(ctx.module))
     return dict(changed=False, ansible_facts=ansible_facts)
 

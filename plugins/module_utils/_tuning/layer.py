@@ -122,8 +122,7 @@ class TuningLayer(Engine):
         first, end = self.spans[name]
         if self.check_mode:
             return bool(self.plan_ref.descriptions(first, end))
-        ours = list(self.plan_ref)[first:end]
-        return any(change is applied for change in ours for applied in self.plan_ref.applied)
+        return any(change in self.plan_ref.applied for change in list(self.plan_ref)[first:end])
 
     def result(self):
         result = {}
