@@ -17,6 +17,26 @@ and prints the wall times, their ratios, the tasks, module executions and remote
 host (counted by benchmarks/callback_plugins/bench_count.py) and the controller's peak memory
 (every process the run started, podman's CLI included, summed). Root, podman, runc and
 debootstrap are needed, as for the molecule tier. Runs `nice`d.
+
+    python benchmarks/fleet.py --scheduler slurm --hosts 2,8 --label rollout --docs
+
+measures the rollout instead (playbooks/rollout.yml, which site.yml runs when rdmaops_scheduler is
+set): a real Slurm on this machine (tests/unit/slurmcluster.py: Debian's slurmctld, one slurmd per
+container host, named as the host, munge) on ports 16917 and up, with rdmaops_slurm_controller:
+localhost (scontrol runs on the controller). On the same hosts, after a fresh run without a
+scheduler, it times
+
+  none      the no-op site.yml with rdmaops_scheduler: none
+  slurm     the same no-op with rdmaops_scheduler: slurm (batches of rdmaops_max_unavailable = 1)
+  slurm/1   the same in one batch (rdmaops_serial = N)
+  online    rdmaops_scheduler: slurm and one tuning sysctl changed (an online change), with a sleep
+            job running on the first node; the nodes' Slurm state before and after
+
+and fails unless the slurm no-op costs at most one module round trip per host more than the none
+no-op (module executions, and no more remote commands and transfers than one module takes),
+changes nothing, and the online run drains no node and leaves the job running. The
+scheduler's reads run on the controller (the localhost row of the counts); they are added to the
+hosts' own round trips and divided by N. Needs slurmctld, slurmd, slurm-client and munge too.
 """
 
 import argparse
@@ -26,6 +46,7 @@ import os
 import platform
 import resource
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -64,6 +85,12 @@ HOST_VARS = {
     "tuning_nic_interfaces": ["eth0"],
 }
 
+# --scheduler slurm: the rollout's settings, and the online change (one tuning sysctl's value: the
+# profile has net.ipv4.tcp_timestamps 0). The gate is off by default: in a container the validate
+# role has no RDMA device to prove, and what the gate costs is the validate role's own cost.
+SLURM_PORT_BASE = 16917  # the rollout's tests use 16817 and up: both can run at once
+ONLINE_CHANGE = {"tuning_sysctl_extra": {"net.ipv4.tcp_timestamps": 1}}
+
 
 def log(message):
     print("==> %s" % message, flush=True)
@@ -86,6 +113,9 @@ def site_tags(path, seen=None):
     for node in yaml.safe_load(text) or []:
         if isinstance(node, dict) and "ansible.builtin.import_playbook" in node:
             tags |= site_tags(os.path.join(os.path.dirname(path), node["ansible.builtin.import_playbook"]), seen)
+    # task files a play imports (playbooks/tasks/), relative to the importing file
+    for match in re.finditer(r"ansible\.builtin\.import_tasks:\s*(\S+)", text):
+        tags |= site_tags(os.path.join(os.path.dirname(path), match.group(1)), seen)
     return tags
 
 
@@ -322,6 +352,177 @@ def bench_one(count, tags, work, env, args):
     return row
 
 
+def slurm_cluster(work, names):
+    """A real Slurm whose nodes are the container hosts (tests/unit/slurmcluster.py)."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "unit"))
+    import slurmcluster  # pylint: disable=import-outside-toplevel
+
+    why = slurmcluster.available()
+    if why:
+        raise SystemExit("--scheduler slurm: %s" % why)
+    directory = os.path.join(work, "slurm-%d" % len(names))
+    return slurmcluster.SlurmCluster(directory, nodes=names, port_base=SLURM_PORT_BASE)
+
+
+def node_states(cluster):
+    """Each node's Slurm state and drain reason ("-" for none)."""
+    states = {}
+    for name in cluster.nodes:
+        state, reason = cluster.node(name)
+        states[name] = "%s (%s)" % (state, reason) if reason else state
+    return states
+
+
+def drained(states):
+    return sorted(name for name, state in states.items() if "DRAIN" in state.split(" ")[0].split("+"))
+
+
+def totals(result, names):
+    """Per container host: its own counts plus an equal share of the controller's (the scheduler's
+    reads)."""
+    hosts = result["hosts"]
+    share = dict(tasks=0, module_executions=0, round_trips=0)
+    for key in share:
+        share[key] = sum(counts[key] for counts in hosts.values()) / len(names)
+    controller = {host: counts for host, counts in hosts.items() if host not in names}
+    share["controller_round_trips"] = sum(counts["round_trips"] for counts in controller.values())
+    share["controller_modules"] = {}
+    for counts in controller.values():
+        for module, count in counts["modules"].items():
+            share["controller_modules"][module] = share["controller_modules"].get(module, 0) + count
+    share["changed"] = sum(counts["changed"] for counts in hosts.values())
+    return share
+
+
+def bench_rollout(count, tags, work, env, args):
+    names = ["%s-%02d" % (args.prefix, i) for i in range(1, count + 1)]
+    inventory = os.path.join(work, "inventory.yml")
+    write_inventory(inventory, names)
+    log("N=%d: starting %d containers (molecule/shared/create.yml) and a Slurm with nodes %s" % (
+        count, count, ",".join(names)))
+    harness(CREATE, names, work, env, args.prefix)
+    cluster = slurm_cluster(work, names)
+    env = dict(env, SLURM_CONF=cluster.conf)  # scontrol on the controller (a local connection) finds it
+    runs, states = {}, {}
+    job = None
+    try:
+        prepare(names)
+        cluster.start()
+        base = ["ansible-playbook", "-i", inventory, "--tags", ",".join(tags)]
+        if args.forks:
+            base[1:1] = ["--forks", str(args.forks)]
+
+        def site(name, **extra):
+            path = os.path.join(work, "n%d-%s.vars.json" % (count, name))
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump(extra, handle)
+            log("N=%d: %s (%s)" % (count, name, json.dumps(extra)))
+            runs[name] = run_counted(base + ["-e", "@" + path, SITE], env, work, "n%d-%s" % (count, name))
+
+        slurm = dict(rdmaops_scheduler="slurm", rdmaops_slurm_controller="localhost", rdmaops_gate=args.gate)
+        site("fresh", rdmaops_scheduler="none")
+        site("none", rdmaops_scheduler="none")
+        states["noop_before"] = node_states(cluster)
+        site("slurm", **slurm)
+        states["noop_after"] = node_states(cluster)
+        site("slurm-one-batch", rdmaops_serial=count, **slurm)
+        job = cluster.submit(names[0], 3600)  # a training run on the first node
+        states["online_before"] = node_states(cluster)
+        site("online", **dict(slurm, **ONLINE_CHANGE))
+        states["online_after"] = node_states(cluster)
+        job_state = cluster.job_state(job)
+        pings = []
+        for index in range(args.ping_runs):
+            argv = ["ansible", "all", "-i", inventory, "-m", "ansible.builtin.ping"]
+            if args.forks:
+                argv[1:1] = ["--forks", str(args.forks)]
+            pings.append(run_counted(argv, env, work, "n%d-ping%d" % (count, index)))
+    finally:
+        if job:
+            cluster.run("scancel", job)
+        cluster.stop()
+        if not args.keep:
+            log("N=%d: removing the containers" % count)
+            harness(DESTROY, names, work, env, args.prefix)
+    ping = sorted(pings, key=lambda r: r["wall"])[len(pings) // 2]
+    for name, result in list(runs.items()) + [("ping", ping)]:
+        if result["rc"] != 0:
+            raise SystemExit("N=%d: the %s run failed (rc=%d); see %s" % (count, name, result["rc"], result["log"]))
+    none, slurm_, one, online = (totals(runs[name], names)
+                                 for name in ("none", "slurm", "slurm-one-batch", "online"))
+    row = dict(
+        hosts=count,
+        ping_s=round(ping["wall"], 2),
+        none_s=round(runs["none"]["wall"], 1),
+        slurm_s=round(runs["slurm"]["wall"], 1),
+        one_batch_s=round(runs["slurm-one-batch"]["wall"], 1),
+        online_s=round(runs["online"]["wall"], 1),
+        none_cpu_s=round(runs["none"]["cpu"], 1),
+        slurm_cpu_s=round(runs["slurm"]["cpu"], 1),
+        online_cpu_s=round(runs["online"]["cpu"], 1),
+        none_rt=round(none["round_trips"], 2),
+        slurm_rt=round(slurm_["round_trips"], 2),
+        one_batch_rt=round(one["round_trips"], 2),
+        online_rt=round(online["round_trips"], 2),
+        extra_rt=round(slurm_["round_trips"] - none["round_trips"], 2),
+        none_modules=round(none["module_executions"], 2),
+        slurm_modules=round(slurm_["module_executions"], 2),
+        one_batch_modules=round(one["module_executions"], 2),
+        online_modules=round(online["module_executions"], 2),
+        extra_modules=round(slurm_["module_executions"] - none["module_executions"], 2),
+        none_tasks=round(none["tasks"], 1),
+        slurm_tasks=round(slurm_["tasks"], 1),
+        controller_rt=slurm_["controller_round_trips"],
+        controller_modules=slurm_["controller_modules"],
+        online_controller_modules=online["controller_modules"],
+        none_changed=none["changed"],
+        slurm_changed=slurm_["changed"],
+        one_batch_changed=one["changed"],
+        online_changed=online["changed"],
+        online_drained=drained(states["online_after"]),
+        noop_drained=drained(states["noop_after"]),
+        states=states,
+        job_state=job_state,
+        load=round(runs["slurm"]["load"], 1),
+    )
+    return row
+
+
+ROLLOUT_COLUMNS = [
+    ("hosts", "N"), ("ping_s", "ping s"), ("none_s", "no-op none s"), ("slurm_s", "no-op slurm s"),
+    ("one_batch_s", "no-op slurm, 1 batch s"), ("online_s", "online slurm s"),
+    ("none_modules", "modules/host none"), ("slurm_modules", "slurm"), ("extra_modules", "slurm - none"),
+    ("one_batch_modules", "slurm, 1 batch"), ("online_modules", "online"),
+    ("none_rt", "round trips/host none"), ("slurm_rt", "slurm"), ("extra_rt", "slurm - none"),
+    ("one_batch_rt", "slurm, 1 batch"), ("online_rt", "online"),
+    ("online_changed", "online changed"), ("online_drained", "online drained"), ("job_state", "job after online"),
+    ("load", "load"),
+]
+
+
+def rollout_failures(row):
+    """What the rollout's figures break of the issue's promise (empty: nothing)."""
+    failures = []
+    if row["extra_modules"] > 1:
+        failures.append("the slurm no-op costs %.2f module round trips per host more than without a scheduler "
+                        "(at most 1)" % row["extra_modules"])
+    # one module's worth of remote commands and transfers on the hosts (they are alike on the controller)
+    per_module = row["none_rt"] / row["none_modules"] if row["none_modules"] else 0
+    if row["extra_rt"] > per_module:
+        failures.append("the slurm no-op costs %.2f remote commands and transfers per host more than without a "
+                        "scheduler (one module's are %.2f)" % (row["extra_rt"], per_module))
+    for run, key in (("none", "none_changed"), ("slurm", "slurm_changed"), ("slurm, one batch", "one_batch_changed")):
+        if row[key]:
+            failures.append("a no-op run (%s) changed %d things" % (run, row[key]))
+    if not row["online_changed"]:
+        failures.append("the online run changed nothing (the sysctl change did not reach the hosts)")
+    if row["online_drained"] or row["noop_drained"]:
+        failures.append("nodes drained: %s" % (row["online_drained"] + row["noop_drained"]))
+    if row["job_state"] != "RUNNING":
+        failures.append("the job on the first node is %s after the online run (RUNNING expected)" % row["job_state"])
+    return failures
+
+
 COLUMNS = [
     ("hosts", "N"), ("fresh_s", "fresh s"), ("noop_s", "no-op s"), ("ping_s", "ping s"),
     ("fresh_per_ping", "fresh/ping"), ("noop_per_ping", "no-op/ping"), ("noop_per_host_s", "no-op s/host"),
@@ -331,11 +532,18 @@ COLUMNS = [
 ]
 
 
-def table(rows):
-    lines = ["| " + " | ".join(column[1] for column in COLUMNS) + " |",
-             "|" + "|".join("---:" for column in COLUMNS) + "|"]
+def cell(value):
+    if isinstance(value, list):
+        return ", ".join(value) or "none"
+    return str(value)
+
+
+def table(rows, columns=None):
+    columns = columns or COLUMNS
+    lines = ["| " + " | ".join(column[1] for column in columns) + " |",
+             "|" + "|".join("---:" for column in columns) + "|"]
     for row in rows:
-        lines.append("| " + " | ".join(str(row.get(column[0], "")) for column in COLUMNS) + " |")
+        lines.append("| " + " | ".join(cell(row.get(column[0], "")) for column in columns) + " |")
     return "\n".join(lines)
 
 
@@ -366,16 +574,63 @@ def plot(runs, path):
 
 
 BEGIN, END = "<!-- fleet.py:begin (generated by benchmarks/fleet.py --docs; edit around it) -->", "<!-- fleet.py:end -->"
+ROLLOUT_BEGIN = ("<!-- fleet.py:rollout:begin (generated by benchmarks/fleet.py --scheduler slurm --docs; "
+                 "edit around it) -->")
+ROLLOUT_END = "<!-- fleet.py:rollout:end -->"
+
+
+def machine_line(run):
+    m = run["machine"]
+    return ("Machine: %s, %d CPUs, %s GiB, %s, kernel %s; %s, Python %s, %s; load average %.1f before the run." % (
+        m["cpu"], m["cpus"], m["memory_gib"], m["os"], m["kernel"], m["ansible"], m["python"], m["podman"],
+        m["load_before"]))
+
+
+def state_counts(states):
+    """Node states, counted: "ALLOCATED 1, IDLE 7"."""
+    counts = {}
+    for state in states.values():
+        counts[state] = counts.get(state, 0) + 1
+    return ", ".join("%s %d" % item for item in sorted(counts.items()))
+
+
+def render_rollout(runs):
+    parts = []
+    for label, run in runs:
+        command = run.get("command") or "python benchmarks/fleet.py --scheduler %s --hosts %s --docs" % (
+            run["scheduler"], ",".join(str(row["hosts"]) for row in run["rows"]))
+        parts += ["### %s (%s, commit %s)" % (label, run["when"], run["commit"]), "",
+                  "`%s`. Layers (tags): %s; gate: %s. %s" % (
+                      command, ", ".join(run["tags"]), run.get("gate", "none"), machine_line(run)), "",
+                  table(run["rows"], ROLLOUT_COLUMNS), ""]
+        for row in run["rows"]:
+            modules = ", ".join("%s %d" % (name.split(".")[-1], count) for name, count in
+                                sorted(row["controller_modules"].items())) or "none"
+            parts += ["N=%d: the slurm no-op's reads of the scheduler, on the controller: %s (%d round trips in "
+                      "all, %d batches of 1 host). Task results per host: %s without a scheduler, %s with it (the "
+                      "rollout's own tasks run on the controller: no round trip). Slurm node states before the "
+                      "online run: %s; after it: %s; drained: %s." % (
+                          row["hosts"], modules, row["controller_rt"], row["hosts"], row["none_tasks"],
+                          row["slurm_tasks"], state_counts(row["states"]["online_before"]),
+                          state_counts(row["states"]["online_after"]), cell(row["online_drained"])), ""]
+    return parts
+
+
+def splice(text, begin, end, parts):
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    return head + begin + "\n" + "\n".join(parts) + end + tail
 
 
 def render_docs():
-    runs = []
+    runs, rollouts = [], []
     for name in sorted(os.listdir(RESULTS)):
         if name.endswith(".json"):
             with open(os.path.join(RESULTS, name), encoding="utf-8") as handle:
                 run = json.load(handle)
-            runs.append((run["label"], run))
+            (rollouts if run.get("scheduler") else runs).append((run["label"], run))
     runs.sort(key=lambda item: item[1]["when"])
+    rollouts.sort(key=lambda item: item[1]["when"])
     parts = ["![no-op site.yml and ping per N](benchmarks.png)", ""]
     for label, run in runs:
         m = run["machine"]
@@ -400,10 +655,11 @@ def render_docs():
     plot(runs, PLOT)
     with open(DOC, encoding="utf-8") as handle:
         text = handle.read()
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
+    text = splice(text, BEGIN, END, parts)
+    if ROLLOUT_BEGIN in text:
+        text = splice(text, ROLLOUT_BEGIN, ROLLOUT_END, render_rollout(rollouts))
     with open(DOC, "w", encoding="utf-8") as handle:
-        handle.write(head + BEGIN + "\n" + "\n".join(parts) + END + tail)
+        handle.write(text)
 
 
 def commit():
@@ -413,11 +669,36 @@ def commit():
                               capture_output=True, text=True, check=False).stdout.strip() else "")
 
 
-def save(label, tags, info, rows):
+def save(label, tags, info, rows, **more):
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, label + ".json"), "w", encoding="utf-8") as handle:
         json.dump(dict(label=label, when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                       commit=commit(), tags=tags, machine=info, rows=rows), handle, indent=1)
+                       commit=commit(), tags=tags, machine=info, rows=rows, **more), handle, indent=1)
+
+
+def main_rollout(sizes, tags, work, env, args, info, started):
+    rows = []
+    for count in sizes:
+        row = bench_rollout(count, tags, work, env, args)
+        rows.append(row)
+        print(table(rows[-1:], ROLLOUT_COLUMNS), flush=True)
+        if args.docs:
+            save(args.label, tags, info, rows, scheduler=args.scheduler, gate=args.gate,
+                 command=" ".join(shlex.quote(arg) for arg in ["python", "benchmarks/fleet.py"] + sys.argv[1:]))
+        failures = rollout_failures(row)
+        if failures:
+            raise SystemExit("N=%d: %s; logs in %s" % (count, "; ".join(failures), work))
+    print()
+    print(table(rows, ROLLOUT_COLUMNS))
+    for row in rows:
+        print("N=%d: the scheduler's modules on the controller (slurm no-op): %s; online: %s; node states %s" % (
+            row["hosts"], json.dumps(row["controller_modules"]), json.dumps(row["online_controller_modules"]),
+            json.dumps(row["states"])))
+    print("total %.0f s" % (time.monotonic() - started))
+    shutil.rmtree(work, ignore_errors=True)
+    if args.docs:
+        render_docs()
+    return 0
 
 
 def main():
@@ -434,6 +715,10 @@ def main():
     parser.add_argument("--skip-layers", default="", help="layers (tags) to leave out, comma separated; CI's "
                         "smoke leaves out ofed, whose package install the molecule tier already proves")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
+    parser.add_argument("--scheduler", choices=["slurm"], help="measure the rollout through a real local Slurm "
+                        "(no-op with rdmaops_scheduler none and slurm, and an online-only change) instead")
+    parser.add_argument("--gate", choices=["none", "validate"], default="none",
+                        help="rdmaops_gate for --scheduler runs (default none: a container has no RDMA device)")
     args = parser.parse_args()
     if args.render:
         render_docs()
@@ -457,6 +742,8 @@ def main():
     if stale:
         log("removing %d containers left by an earlier run" % len(stale))
         harness(DESTROY, stale, work, env, args.prefix)
+    if args.scheduler:
+        return main_rollout(sizes, tags, work, env, args, info, started)
     for count in sizes:
         row = bench_one(count, tags, work, env, args)
         rows.append(row)

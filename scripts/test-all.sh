@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The README's test command: every test tier, from a fresh clone on a fresh machine.
 # Installs what it needs (apt packages, a virtualenv from requirements-dev.txt), then runs
-# unit tests, ansible-test sanity, ansible-lint, the generated reference, the collection build,
-# molecule scenarios (podman), switch_roce on a SONiC stand-in container (podman) and the soft-RoCE lab end to end (QEMU VMs), printing how long
-# each tier took.
+# unit tests, ansible-test sanity, ansible-lint, the generated reference and docs lint, the
+# collection built and used as a consumer would (consumer), molecule scenarios (podman),
+# switch_roce on a SONiC stand-in container (podman) and the soft-RoCE lab end to end (QEMU VMs),
+# printing how long each tier took. Not in the default run: core216 (sanity and a unit subset on
+# the lowest ansible-core we claim) and ee (an execution environment built and running site.yml).
 #
 #   bash scripts/test-all.sh                 every tier
 #   bash scripts/test-all.sh unit sanity     only the named tiers (bootstrap always runs)
 #   RDMAOPS_BUILD_DIR=/tmp/x bash scripts/test-all.sh sanity   build somewhere else
+#   bash scripts/test-all.sh soak            the lab under load (not a default tier: about 16 min,
+#                                            RDMAOPS_SOAK_SECONDS=600 of it the soak itself)
 set -euo pipefail
 # shellcheck source=scripts/lib/bootstrap.sh
 source "$(dirname "$0")/lib/bootstrap.sh"
@@ -33,17 +37,23 @@ tier() {
 tier_bootstrap() { bootstrap; }
 
 tier_unit() {
-  # libyang-tools: yanglint validates the SONiC driver's tables against sonic-yang-models
-  ensure_apt ifupdown libyang-tools
+  # libyang-tools: yanglint validates the SONiC driver's tables against sonic-yang-models;
+  # netplan.io: `netplan generate` renders the MTU and rails drop-ins (else those tests skip);
+  # slurmctld, slurmd, slurm-client, munge: a real Slurm on this machine for the rollout tests;
+  # prometheus: promtool parses the monitor's metrics and runs its alert rule tests
+  ensure_apt ifupdown libyang-tools netplan.io slurmctld slurmd slurm-client munge prometheus
   (cd "$REPO_ROOT" && python -m pytest -q -p no:cacheprovider)
 }
 
-tier_sanity() {
+# run_sanity BIN DEST: ansible-test sanity of a copy of the checkout under DEST, with the
+# ansible-test and Python of the virtualenv whose bin directory is BIN.
+run_sanity() {
+  local bin="$1" dest="$2"; shift 2
   ensure_apt shellcheck
   # ansible-test bootstraps pip in its virtualenvs with a script it downloads from a host we
   # cannot reach; it uses a cached copy when one exists, so give it ours.
   local version cache
-  version="$(python - <<'PY'
+  version="$("$bin/python" - <<'PY'
 from ansible_test._internal.python_requirements import get_venv_packages
 from ansible_test._internal.host_configs import NativePythonConfig
 print(get_venv_packages(NativePythonConfig(version="3.11"))["pip"])
@@ -53,57 +63,74 @@ PY
   mkdir -p "$(dirname "$cache")"
   cp "$REPO_ROOT/scripts/lib/get_pip_offline.py" "$cache"
   local tree
-  tree="$(collection_tree "$BUILD_DIR/sanity")"
-  # The httpapi plugin builds on ansible.netcommon (bundled in the `ansible` package): the import
-  # test needs it beside the collection, as an install would have it.
-  local netcommon
-  netcommon="$(python -c 'import ansible_collections.ansible.netcommon as m; print(list(m.__path__)[0])')"
-  mkdir -p "$BUILD_DIR/sanity/ansible_collections/ansible"
-  ln -sfn "$netcommon" "$BUILD_DIR/sanity/ansible_collections/ansible/netcommon"
+  tree="$(collection_tree "$dest")"
+  # The httpapi plugin builds on ansible.netcommon (a dependency in galaxy.yml; the development
+  # venv has it from the `ansible` package): the import test needs it beside the collection, as an
+  # install would have it.
+  link_dependencies "$dest" ansible.netcommon
   # Ignore files stay empty: the collection passes every sanity test as it is.
-  (cd "$tree" && ansible-test sanity --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
-      --requirements --color no 2>&1 | sed "/^WARNING: Location 'file:/d" )
+  (cd "$tree" && "$bin/ansible-test" sanity --python "$("$bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+      --requirements --color no "$@" 2>&1 | sed "/^WARNING: Location 'file:/d" )
+}
+
+# link_dependencies ROOT FQCN...: the development venv's copies of these collections (from the
+# pinned `ansible` package) linked into ROOT/ansible_collections.
+link_dependencies() {
+  local root="$1" fqcn path; shift
+  for fqcn in "$@"; do
+    path="$(python -c "import ansible_collections.$fqcn as m; print(list(m.__path__)[0])")"
+    mkdir -p "$root/ansible_collections/${fqcn%%.*}"
+    ln -sfn "$path" "$root/ansible_collections/${fqcn%%.*}/${fqcn#*.}"
+  done
+}
+
+tier_sanity() { run_sanity "$VENV/bin" "$BUILD_DIR/sanity"; }
+
+# The lowest ansible-core that meta/runtime.yml claims (requires_ansible), in a venv of its own
+# (requirements-core216.txt): ansible-test sanity, then the tests where the core version matters,
+# run by 2.16's ansible: every module and role through `ansible -m` and ansible-playbook
+# (tests/integration), the switch_roce/NVUE and httpapi plugin tests against the stand-in, the
+# filters. Left to the unit tier on 2.19: the parsers and engines below them (plain Python that no
+# core version changes) and the two module test files that drive modules in-process with
+# ansible.module_utils.testing (new in 2.19; tests/integration runs those modules on 2.16).
+# Not a default tier (minutes on CI): run it when core compatibility may change.
+CORE216_TESTS=(tests/integration tests/unit/plugins/httpapi tests/unit/plugins/filter
+               tests/unit/plugins/modules/test_switch_roce_nvue.py tests/unit/test_collection_metadata.py)
+tier_core216() {
+  ensure_apt ifupdown
+  local venv
+  venv="$(ensure_side_venv core216 requirements-core216.txt)"
+  # 2.16's future-import and metaclass boilerplate tests are for modules that still run on Python 2
+  # (2.17 dropped them with Python 2); ours need Python 3.8 on the host (the preflight refuses less).
+  run_sanity "$venv/bin" "$BUILD_DIR/core216" --skip-test future-import-boilerplate --skip-test metaclass-boilerplate
+  # The tests run inside the sanity copy, where the collection sits under ansible_collections
+  # beside its dependency and ansible.posix (the tests' JSON callback).
+  link_dependencies "$BUILD_DIR/core216" ansible.utils ansible.posix
+  (cd "$BUILD_DIR/core216/ansible_collections/rdmaops/roce" && \
+      PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -q -p no:cacheprovider "${CORE216_TESTS[@]}")
 }
 
 tier_lint() {
   (cd "$REPO_ROOT" && ansible-lint --profile production --strict -q)
 }
 
-tier_build() {
-  local out="$BUILD_DIR/dist" tarball
-  rm -rf "$out" && mkdir -p "$out"
-  (cd "$REPO_ROOT" && ansible-galaxy collection build --force --output-path "$out" >/dev/null)
-  tarball="$(ls "$out"/rdmaops-roce-*.tar.gz)"
-  echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB, $(tar -tzf "$tarball" | wc -l) entries)"
-  if tar -tzf "$tarball" | grep -E '^(tests|scripts|\.ci|build|molecule|\.venv)/'; then
-    echo "the tarball carries test or development files (see build_ignore in galaxy.yml)" >&2
-    return 1
-  fi
-  # Installed from the tarball into an empty collections path, the module documents itself.
-  local install="$out/install"
-  ANSIBLE_COLLECTIONS_PATH="$install" ansible-galaxy collection install --offline --force -p "$install" "$tarball" >/dev/null
-  test -f "$install/ansible_collections/rdmaops/roce/plugins/modules/rdma_facts.py"
-  ANSIBLE_COLLECTIONS_PATH="$install" ansible-doc rdmaops.roce.rdma_facts > "$out/rdma_facts.doc.txt"
-  grep -q "rdma_facts" "$out/rdma_facts.doc.txt"
-  head -n 3 "$out/rdma_facts.doc.txt"
-  # Another team's playbook uses it by FQCN from there, with no view of this checkout.
-  local tree="$out/consumer-host"
-  python - "$tree" <<'PY'
-import sys
-sys.path.insert(0, "tests/unit")
-import hosttree
-hosttree.materialize(hosttree.load("rxe_bookworm_mtu9000.json"), sys.argv[1])
-PY
-  (cd "$out" && env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="$install" ANSIBLE_LOCALHOST_WARNING=0 \
-      ansible-playbook -i localhost, -c local -e "ansible_python_interpreter=$(command -v python)" \
-      -e "consumer_host_tree=$tree" "$REPO_ROOT/tests/consumer/playbook.yml")
-  # ...and runs the collection's own site playbook by its FQCN, in check mode (the layers that
-  # read; this machine's kernel has no RDMA modules for the driver layer to load).
-  printf 'rdma_hosts:\n  hosts:\n    localhost:\n      ansible_connection: local\n' > "$out/consumer-inventory.yml"
-  (cd "$out" && env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="$install" ANSIBLE_LOCALHOST_WARNING=0 \
-      ansible-playbook -i consumer-inventory.yml -e "ansible_python_interpreter=$(command -v python)" \
-      --check --tags preflight,facts rdmaops.roce.site)
+# The collection as another team gets it (tests/consumer/consumer.py): the tarball built, checked
+# (no development files, CHANGELOG.rst inside, every link of the shipped Markdown resolving inside
+# it), installed offline with its dependencies (ansible.netcommon and ansible.utils made from the
+# pinned `ansible` package) into an empty project on plain ansible-core, and used there:
+# ansible-doc of every plugin and role, site.yml's switch play against the NVUE stand-in, a
+# playbook with the roles and a module_defaults group by FQCN. Twice: on the newest ansible-core
+# (requirements-consumer.txt) and on the lowest that meta/runtime.yml claims
+# (requirements-consumer216.txt), each in a venv of its own with nothing but ansible-core.
+tier_consumer() {
+  local venv core
+  for core in consumer consumer216; do
+    venv="$(ensure_side_venv "$core" "requirements-$core.txt")"
+    (cd "$REPO_ROOT" && python tests/consumer/consumer.py --venv "$venv" --work "$BUILD_DIR/$core")
+  done
 }
+# The former name of the tier that built and installed the collection.
+tier_build() { tier_consumer; }
 
 # A smoke of benchmarks/fleet.py (N = 2) so the benchmark cannot rot: containers from the molecule
 # image, site.yml's container layers fresh and again (changed=0 required), the ping baseline.
@@ -116,16 +143,42 @@ tier_bench() {
   (cd "$REPO_ROOT" && python benchmarks/fleet.py --hosts 2 --smoke --ping-runs 1 --skip-layers ofed --prefix rdmaops-bench-ci)
 }
 
+# An execution environment built and used (tests/ee/ee.py; not a default tier, minutes of image
+# builds): docs/execution-environment.yml built by ansible-builder (requirements-ee.txt, its own
+# venv) and podman on a Debian base image made here with debootstrap, then ansible-runner runs
+# site.yml inside it against benchmarks/fleet.py's container hosts, twice (changed=0 the second
+# time). docs/execution-environment.md has its figures.
+tier_ee() {
+  ensure_apt podman runc conmon containernetworking-plugins debootstrap
+  local venv
+  venv="$(ensure_side_venv ee requirements-ee.txt)"
+  (cd "$REPO_ROOT" && python tests/ee/ee.py --venv "$venv" --work "$BUILD_DIR/ee")
+}
+
 tier_docs() {
   (cd "$REPO_ROOT" && python scripts/gen-reference.py --check)
+  # antsibull-docs' linter: every plugin's and role's documentation against the docsite schema,
+  # its markup (O(), M(), R() ... references resolved, here and in ansible.netcommon/utils) and
+  # rstcheck of the RST it would render. Only this collection and its dependencies are visible
+  # to it (the development venv's `ansible` package has a hundred more, a few minutes of
+  # ansible-doc --metadata-dump).
+  local root="$BUILD_DIR/docs-lint"
+  rm -rf "$root"
+  mkdir -p "$root/ansible_collections/rdmaops"
+  ln -sfn "$REPO_ROOT" "$root/ansible_collections/rdmaops/roce"
+  link_dependencies "$root" ansible.netcommon ansible.utils
+  ANSIBLE_COLLECTIONS_PATH="$root" ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=0 antsibull-docs lint-collection-docs \
+      --plugin-docs --validate-collection-refs all --disallow-unknown-collection-refs \
+      "$root/ansible_collections/rdmaops/roce"
+  echo "antsibull-docs lint-collection-docs: no finding"
 }
 
 
-ALL_TIERS=(unit sanity lint docs build molecule switch bench lab)
+ALL_TIERS=(unit sanity lint docs consumer molecule switch bench lab)
 SELECTED=("$@")
 [ "${#SELECTED[@]}" -gt 0 ] || SELECTED=("${ALL_TIERS[@]}")
 for name in "${SELECTED[@]}"; do
-  declare -F "tier_$name" >/dev/null || { echo "unknown tier '$name' (tiers: ${ALL_TIERS[*]})" >&2; exit 2; }
+  declare -F "tier_$name" >/dev/null || { echo "unknown tier '$name' (tiers: ${ALL_TIERS[*]}; by hand: core216 ee)" >&2; exit 2; }
 done
 
 total_start=$SECONDS

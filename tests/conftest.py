@@ -31,6 +31,11 @@ def _collections_root():
     return root
 
 
+# Hypothesis keeps a cache of constants under .hypothesis/ in the working directory even
+# with database=None; keep it in build/ (ignored by git and by galaxy.yml) so a test run
+# never leaves files that the collection tarball would carry.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(REPO_ROOT, "build", "hypothesis"))
+
 COLLECTIONS_ROOT = _collections_root()
 if COLLECTIONS_ROOT not in sys.path:
     sys.path.insert(0, COLLECTIONS_ROOT)

@@ -12,11 +12,13 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate import checks, report
 
+# intent, hosts, switches and min_bw_fraction are taken as given and read by checks (inputs.py):
+# each wrong type or shape is named with its key, in YAML's words, never Python's.
 ARGUMENT_SPEC = dict(
-    intent=dict(type="dict", required=True),
-    hosts=dict(type="dict", required=True),
-    switches=dict(type="dict"),
-    min_bw_fraction=dict(type="float", default=0.8),
+    intent=dict(type="raw", required=True),
+    hosts=dict(type="raw", required=True),
+    switches=dict(type="raw"),
+    min_bw_fraction=dict(type="raw", default=0.8),
     report_dir=dict(type="path"),
 )
 
@@ -30,11 +32,12 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         try:
-            outcome = checks.fabric_check(args["intent"], args["hosts"], switches=args["switches"],
+            intent = checks.check_intent(args["intent"])
+            outcome = checks.fabric_check(intent, args["hosts"], switches=args["switches"],
                                           min_bw_fraction=args["min_bw_fraction"])
             if args["report_dir"]:
                 # the report is this check's output on the controller, not a change to a managed host
-                outcome["report_path"] = report.write_report(args["report_dir"], dict(outcome, intent=args["intent"]))
+                outcome["report_path"] = report.write_report(args["report_dir"], dict(outcome, intent=intent))
         except RdmaopsError as exc:
             result.update(failed=True, msg=exc.msg)
             result.update(exc.details)

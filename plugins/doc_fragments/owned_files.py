@@ -20,6 +20,14 @@ options:
         module fails naming it, before anything is changed; files the collection wrote carry that line.
     type: bool
     default: false
+attributes:
+  action_group:
+    description: Use C(group/rdmaops.roce.owned_files) in C(module_defaults) to set O(adopt) for every
+      module that writes files of its own (C(group/rdmaops.roce.host), its name before 1.0.0, names the same group).
+    support: full
+    membership:
+      - rdmaops.roce.owned_files
+      - rdmaops.roce.host
 notes:
   - Files are written atomically; a symlink is followed and kept, an existing file keeps its owner
     and mode, and bytes the module does not own are kept exactly (non-UTF-8 included).

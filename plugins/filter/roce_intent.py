@@ -8,14 +8,22 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, resolve_intent
+from ansible_collections.rdmaops.roce.plugins.module_utils._rails import check_rails
 
 
 def roce_intent(roce_fabric):
     """Resolve and validate the fabric intent (see roce_intent.yml)."""
     try:
-        return resolve_intent(roce_fabric)
+        intent = resolve_intent(roce_fabric)
     except IntentError as exc:
         raise AnsibleFilterError(str(exc))
+    if intent.get("rails") is not None:
+        # the rails themselves (no host needed); each host's addresses: roce_rail_plan
+        try:
+            check_rails(intent["rails"])
+        except IntentError as exc:
+            raise AnsibleFilterError(str(exc))
+    return intent
 
 
 class FilterModule:

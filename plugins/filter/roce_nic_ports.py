@@ -7,8 +7,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, resolve_intent
+from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import ports_from_intent
 
 
 def nic_ports(rdma, intent, interfaces=None):
@@ -19,13 +19,7 @@ def nic_ports(rdma, intent, interfaces=None):
         intent = resolve_intent(intent)
     except IntentError as exc:
         raise AnsibleFilterError(str(exc))
-    qos = dict(trust=intent["trust"], pfc=list(intent["pfc_priorities"]),
-               dscp2prio=dict((int(dscp), prio) for dscp, prio in intent["dscp_to_priority"].items()))
-    ecn = dict(priorities=list(intent["ecn_priorities"]), exclusive=True,
-               cnp_dscp=intent["cnp_dscp"], cnp_802p_prio=intent["cnp_priority"])
-    tos = dict(tos=intent["roce_tos"], roce_mode="v2" if intent["roce_mode"] == "RoCE v2" else "v1")
-    return [dict(interface=netdev, device=device, port=int(port_name), qos=dict(qos), ecn=dict(ecn), tos=dict(tos))
-            for device, port_name, _port, netdev in roce_ports(rdma, interfaces)]
+    return ports_from_intent(rdma, intent, interfaces)
 
 
 class FilterModule:

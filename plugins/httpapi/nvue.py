@@ -11,7 +11,7 @@ name: nvue
 author:
   - rdmaops developers (@rdmaops)
 short_description: The NVUE REST API of NVIDIA Cumulus Linux 5.x, with NVUE's revision workflow
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - An httpapi plugin for C(ansible.netcommon.httpapi) (C(ansible_network_os=rdmaops.roce.nvue)); the
     C(rdmaops.roce.switch_roce) module uses it to read the applied revision and to change the switch.

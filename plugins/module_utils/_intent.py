@@ -44,7 +44,9 @@ DEFAULTS = dict(
 )
 
 # Keys a user may set; everything else is a typo and is refused.
-USER_KEYS = set(DEFAULTS) | set(["pfc_priorities", "ecn_priorities", "roce_tos"])
+# ``rails`` (the address plan of multi-rail hosts) is passed through as given: it is checked and
+# computed on the controller by _rails (netaddr), which the modules on the hosts never import.
+USER_KEYS = set(DEFAULTS) | set(["pfc_priorities", "ecn_priorities", "roce_tos", "rails"])
 ECN_KEYS = set(DEFAULTS["ecn"])
 ETS_KEYS = set(DEFAULTS["ets"])
 # switch_mtu may say "max": the largest MTU each switch's NOS accepts (the switch layer clamps).

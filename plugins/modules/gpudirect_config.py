@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: gpudirect_config
 short_description: Clear PCIe ACS redirection and put the IOMMU in pass-through for GPUDirect RDMA, only when asked
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Changes the two host-wide settings that M(rdmaops.roce.gpudirect_facts) reports as standing in
     the way of GPUDirect RDMA. Both are left alone by default (C(keep)); naming them is the consent.
@@ -39,6 +39,9 @@ description:
     it is left alone (the task fails naming it) unless O(adopt=true).
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(setpci) and C(lspci) from pciutils on the managed host for ACS.
+  - For O(iommu=passthrough), C(update-grub) (Debian, Ubuntu) or C(grubby) (RHEL family).
 options:
   acs:
     description:

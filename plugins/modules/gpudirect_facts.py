@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: gpudirect_facts
 short_description: Report whether a host meets the GPUDirect RDMA prerequisites (read only)
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads the IOMMU mode (C(/proc/cmdline), C(/sys/kernel/iommu_groups/*/type) and the group of each
     NVIDIA GPU and RDMA NIC), the PCIe ACS control bits of every bridge (C(lspci -D -vvv), run once)
@@ -20,6 +20,8 @@ description:
   - On a host without NVIDIA GPUs, C(applicable) is false and no problems are raised.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(lspci) from pciutils on the managed host for the ACS report (O(use_lspci)).
 options:
   use_lspci:
     description:

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kernel_modules
 short_description: Load kernel modules in order and persist them and their options
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Loads a list of kernel modules with C(modprobe), one at a time in the order given, and
     persists the list in one C(/etc/modules-load.d) file and their options in one
@@ -35,6 +35,8 @@ description:
     C(not_applied).
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(modprobe) from kmod on the managed host.
 options:
   names:
     description:
@@ -97,6 +99,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.disruption
   - rdmaops.roce.owned_files
 seealso:
   - name: modules-load.d(5)
@@ -124,6 +127,29 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+disruption:
+  description:
+    - The most disruptive class of what this run changes (in check mode, would change), V(none) when nothing.
+  returned: always
+  type: str
+  choices: [none, online, link_reset, driver_restart, reboot]
+  sample: link_reset
+disruptive_changes:
+  description: Each change above V(online), most disruptive first, prefixed with its class.
+  returned: always
+  type: list
+  elements: str
+  sample: ["link_reset: ens1f0np0: set pfc from [] to [3]"]
+held_back:
+  description: True when the plan needed more than O(max_disruption) allows, so nothing was changed.
+  returned: when held back
+  type: bool
+  sample: true
+pending:
+  description: The changes held back by O(max_disruption), in the order they would be made.
+  returned: when held back
+  type: list
+  elements: str
 kernel:
   description: The running kernel release.
   returned: always
@@ -206,6 +232,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._kmod.engine import (
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
             names=dict(type="list", elements="str", default=list(DEFAULT_NAMES)),
             options=dict(type="dict", default={}),
             persist=dict(type="bool", default=True),

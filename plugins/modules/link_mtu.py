@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: link_mtu
 short_description: Set a link's MTU now and persistently, in whatever configures it, without cutting the management path
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Sets the MTU of O(interface) in the running kernel (C(ip link set dev IF mtu N)) and in the network
     configuration system that configures the link on this host, changing only the MTU there.

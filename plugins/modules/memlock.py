@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: memlock
 short_description: The locked-memory limit RDMA needs, for logins (pam_limits) and services (systemd)
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - RDMA registers (pins) its buffers, so verbs applications fail with C(Cannot allocate memory) under
     the default locked-memory limit. This module writes the limit for logins (a C(limits.d) file read by
@@ -23,6 +23,8 @@ description:
   - One module run for what took six module runs in the role before (two templates, a directory, a read).
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - systemd on the managed host for the services' limit (C(systemctl)).
 options:
   limit:
     description: V(unlimited), or a size in KiB.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: mlnx_ofed_install
 short_description: Install MLNX_OFED from its tarball, checksum first, with the installer's exit codes explained
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Installs the legacy C(MLNX_OFED_LINUX-<version>-<os>-<arch>.tgz) with its C(mlnxofedinstall).
   - Does nothing when C(ofed_info -s) already reports O(version) (unless O(force)); the tarball is not
@@ -30,6 +30,9 @@ description:
     installer may have replaced part of the stack, and the result carries its output and RV(installed_after).
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - The prerequisites of NVIDIA's C(mlnxofedinstall) on the managed host (perl, and the kernel headers
+    of every kernel when O(add_kernel_support) builds for it).
 options:
   tarball:
     description: Path of the tarball on the host.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: mlxconfig
 short_description: Set ConnectX firmware (NV) configuration values, only those that differ
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Reads the firmware configuration of one ConnectX/BlueField function with C(mlxconfig -d DEV -e q)
     (NVIDIA MFT) or C(mstconfig -d BDF -e q) (mstflint, packaged by the distributions), which print the
@@ -25,6 +25,8 @@ description:
   - Values stay in the NIC's flash across reboots and driver reloads, so nothing has to be re-applied at boot.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(mlxconfig) from NVIDIA MFT or C(mstconfig) from mstflint on the managed host (O(tool)).
 options:
   device:
     description:

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: nccl_conf
 short_description: Write NCCL's RoCE settings into /etc/nccl.conf from this host's RDMA devices and the fabric intent
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Reads the host's RDMA devices (the same reader as rdmaops.roce.rdma_facts) and writes one marked
     block of C(NAME=VALUE) lines into O(path), which NCCL reads at start-up.
@@ -34,6 +34,8 @@ description:
   - Needs no GPU and no NCCL installed; the file only matters to NCCL when it starts.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(ip) from iproute2 on the managed host (the default route's interface, when O(socket_ifname) is not given).
 options:
   path:
     description:
@@ -94,6 +96,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.disruption
   - rdmaops.roce.owned_files
 notes:
   - "How NCCL reads the file (C(src/misc/param.cc)): C(NAME=VALUE) with the name taken verbatim up to
@@ -126,6 +129,29 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+disruption:
+  description:
+    - The most disruptive class of what this run changes (in check mode, would change), V(none) when nothing.
+  returned: always
+  type: str
+  choices: [none, online, link_reset, driver_restart, reboot]
+  sample: link_reset
+disruptive_changes:
+  description: Each change above V(online), most disruptive first, prefixed with its class.
+  returned: always
+  type: list
+  elements: str
+  sample: ["link_reset: ens1f0np0: set pfc from [] to [3]"]
+held_back:
+  description: True when the plan needed more than O(max_disruption) allows, so nothing was changed.
+  returned: when held back
+  type: bool
+  sample: true
+pending:
+  description: The changes held back by O(max_disruption), in the order they would be made.
+  returned: when held back
+  type: list
+  elements: str
 path:
   description: The file.
   returned: always
@@ -170,6 +196,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._nccl.conf import Ncc
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
             path=dict(type="path", default="/etc/nccl.conf"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             interfaces=dict(type="list", elements="str", default=[]),

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: nic_ethtool
 short_description: Set global pause, ring sizes and adaptive coalescing of NICs, and keep them across reboots
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - For each interface, reads the link-level (global) pause, the RX/TX ring sizes and adaptive interrupt
     coalescing with C(ethtool -a), C(-g) and C(-c), sets with C(-A), C(-G) and C(-C) only what differs, and
@@ -26,6 +26,8 @@ description:
   - Options left unset (null) are not touched, neither now nor in the rule.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(ethtool) and udev on the managed host.
 options:
   interfaces:
     description:

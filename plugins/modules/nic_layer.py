@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: nic_layer
 short_description: The MTU of every RDMA link and the RoCE QoS of every RDMA port of a host in one call, QoS re-applied at boot
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Runs, for each link in O(link_mtu.interfaces), the engine of M(rdmaops.roce.link_mtu) (MTU now and persisted,
     management path protected), and then, for each port in O(ports), the engines of M(rdmaops.roce.nic_qos)
@@ -21,6 +21,8 @@ description:
   - The links share one view of the network configuration, so links configured in the same file (two
     C(iface) stanzas of C(/etc/network/interfaces)) make one write, and each activation command
     (C(netplan generate), C(networkctl reload)) runs once.
+  - With O(rails), each RDMA netdev's rail address, routing table, rule and ARP/reverse-path sysctls, in the same
+    plan (multi-rail hosts).
   - Installs the boot-time re-apply generated from the same desired state
     (C(/usr/local/sbin/rdmaops-nic-reapply), the template unit C(rdmaops-nic-qos@.service) and a udev rule
     that starts it for every RDMA device that appears, at boot and after a driver reload), because none of
@@ -31,6 +33,9 @@ description:
     uses this one.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(ip) from iproute2 on the managed host, and what M(rdmaops.roce.link_mtu) needs for the system that configures each link.
+  - For QoS, C(dcb) from iproute2 (5.11 or later) or C(mlnx_qos) from mlnx-tools (part of MLNX_OFED/DOCA-OFED); systemd and udev for the boot-time re-apply.
 options:
   link_mtu:
     description:
@@ -97,6 +102,83 @@ options:
       tos:
         description: Options of M(rdmaops.roce.roce_tos) without device and port; omitted or empty to leave it.
         type: dict
+  rails:
+    description:
+      - The rail of each RDMA netdev on a multi-rail host (see docs/multirail.md) - its address, a routing table of
+        its own with the subnet route and the default route via the rail's gateway, the rule
+        C(from <address> lookup <table>), and C(arp_ignore), C(arp_announce), C(rp_filter) on the netdev, now and
+        persisted in what configures the link (the backends of M(rdmaops.roce.link_mtu)), in the same run as the MTU.
+      - The tables are named C(rdmaops_<netdev>) in C(/etc/iproute2/rt_tables.d/rdmaops.conf); the sysctls persist in
+        C(/etc/sysctl.d/90-rdmaops-rails.conf).
+      - Omitted or without O(rails.links) to leave addresses, routes and rules alone.
+    type: dict
+    suboptions:
+      links:
+        description:
+          - One entry per netdev and rail, as the C(rdmaops.roce.roce_rail_links) filter computes them from
+            C(roce_fabric.rails).
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          rail:
+            description: The rail's name (for results and messages).
+            type: str
+          interface:
+            description: The netdev.
+            type: str
+            required: true
+          address:
+            description: The netdev's address on the rail (IPv4 or IPv6).
+            type: str
+            required: true
+          prefix:
+            description: Its prefix length (31 or 127 for a point-to-point link).
+            type: int
+            required: true
+          network:
+            description: The rail's subnet or the link (checked to hold the address).
+            type: str
+          gateway:
+            description: The rail's gateway (the leaf); the table's default route goes there.
+            type: str
+          table:
+            description: The routing table number of the netdev (not 0, 253, 254 or 255).
+            type: int
+            required: true
+          rule_priority:
+            description:
+              - The priority of the rule C(from <address> lookup <table>); 1000 sits after the local table's rule
+                (0) and before main's (32766).
+            type: int
+            default: 1000
+      exclusive:
+        description:
+          - Remove the other global addresses of the rail's family from the netdevs (V(false) leaves them alone).
+          - Link-local IPv6 addresses are always left alone.
+        type: bool
+        default: false
+      arp_ignore:
+        description: C(net.ipv4.conf.<netdev>.arp_ignore); 1 answers ARP only for an address of the netdev asked.
+        type: int
+        default: 1
+      arp_announce:
+        description: C(net.ipv4.conf.<netdev>.arp_announce); 2 sources ARP requests from the netdev's own address.
+        type: int
+        default: 2
+      rp_filter:
+        description: C(net.ipv4.conf.<netdev>.rp_filter); 2 (loose) accepts a peer's packet whichever rail it came on.
+        type: int
+        default: 2
+      persist:
+        description: Persist in the network configuration and sysctl.d (V(false) sets the live state only).
+        type: bool
+        default: true
+      backend:
+        description: As O(rdmaops.roce.link_mtu#module:backend).
+        type: str
+        choices: [auto, netplan, networkmanager, networkd, ifupdown, ifcfg, runtime]
+        default: auto
   unsupported:
     description: What to do about a part the driver cannot do.
     type: str
@@ -109,6 +191,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.disruption
   - rdmaops.roce.owned_files
 seealso:
   - module: rdmaops.roce.nic_qos
@@ -136,6 +219,29 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+disruption:
+  description:
+    - The most disruptive class of what this run changes (in check mode, would change), V(none) when nothing.
+  returned: always
+  type: str
+  choices: [none, online, link_reset, driver_restart, reboot]
+  sample: link_reset
+disruptive_changes:
+  description: Each change above V(online), most disruptive first, prefixed with its class.
+  returned: always
+  type: list
+  elements: str
+  sample: ["link_reset: ens1f0np0: set pfc from [] to [3]"]
+held_back:
+  description: True when the plan needed more than O(max_disruption) allows, so nothing was changed.
+  returned: when held back
+  type: bool
+  sample: true
+pending:
+  description: The changes held back by O(max_disruption), in the order they would be made.
+  returned: when held back
+  type: list
+  elements: str
 link_mtu:
   description:
     - C(links) holds each link as M(rdmaops.roce.link_mtu) returns it, without C(commands); C(commands) the
@@ -150,6 +256,12 @@ ports:
   returned: always
   type: list
   elements: dict
+rails:
+  description:
+    - C(links), each rail link with its C(backend) and the C(config) file or profile that persists it; C(before)
+      and C(after) per netdev, its C(addresses), the C(routes) of its table, its C(rules) and C(sysctls).
+  returned: always
+  type: dict
 unsupported:
   description: Per part (C(qos)), the netdevs it was not applied on and why.
   returned: always
@@ -174,6 +286,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
             link_mtu=dict(
                 type="dict",
                 options=dict(
@@ -198,6 +311,33 @@ def main():
                     qos=dict(type="dict"),
                     ecn=dict(type="dict"),
                     tos=dict(type="dict"),
+                ),
+            ),
+            rails=dict(
+                type="dict",
+                options=dict(
+                    links=dict(
+                        type="list",
+                        elements="dict",
+                        default=[],
+                        options=dict(
+                            rail=dict(type="str"),
+                            interface=dict(type="str", required=True),
+                            address=dict(type="str", required=True),
+                            prefix=dict(type="int", required=True),
+                            network=dict(type="str"),
+                            gateway=dict(type="str"),
+                            table=dict(type="int", required=True),
+                            rule_priority=dict(type="int", default=1000),
+                        ),
+                    ),
+                    exclusive=dict(type="bool", default=False),
+                    arp_ignore=dict(type="int", default=1),
+                    arp_announce=dict(type="int", default=2),
+                    rp_filter=dict(type="int", default=2),
+                    persist=dict(type="bool", default=True),
+                    backend=dict(type="str", default="auto",
+                                 choices=["auto", "netplan", "networkmanager", "networkd", "ifupdown", "ifcfg", "runtime"]),
                 ),
             ),
             unsupported=dict(type="str", choices=["warn", "fail"], default="warn"),

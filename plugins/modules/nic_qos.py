@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: nic_qos
 short_description: Set the RoCE QoS of a NIC port (trust, DSCP to priority, PFC, ETS, buffers, cable length)
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Reads the DCB state of one netdev, writes only the parts that differ from what is asked (one command per
     differing part) and reads it back. Changing the PFC bitmap toggles the physical link and changing trust
@@ -24,6 +24,8 @@ description:
     lost on a driver reload. The boot-time re-apply is installed by the C(rdmaops.roce.nic) role.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(dcb) from iproute2 (5.11 or later) or C(mlnx_qos) from mlnx-tools (part of MLNX_OFED/DOCA-OFED) on the managed host (O(backend)).
 options:
   interface:
     description:

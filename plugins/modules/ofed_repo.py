@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: ofed_repo
 short_description: Configure a DOCA-Host package repository with a verified key, a version pin and guardrails
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Manages, in one call, the files that make a DOCA-Host (or local mirror) repository usable and
     safe on apt and dnf hosts, and nothing else.
@@ -29,6 +29,8 @@ description:
   - After a change on apt hosts the package lists are refreshed (O(update_cache)).
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - An apt (Debian, Ubuntu) or dnf (RHEL family) managed host.
 options:
   state:
     description: V(absent) removes the files this module owns for O(name).

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: ofed_status
 short_description: Report the RDMA driver stack, what a provider needs, DKMS and kernel coverage
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads, in one round trip, what the C(rdmaops.roce.ofed) role decides on, and changes nothing.
   - The installed stack (flavor, version, loaded driver) is read with the same code as
@@ -25,6 +25,8 @@ description:
     driver can be loaded by restarting C(openibd), needs a reboot, or has to wait (RV(activation)).
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(dpkg-query) or C(rpm) on the managed host; C(dkms) where the stack builds its modules with DKMS.
 options:
   provider:
     description:
@@ -244,6 +246,15 @@ activation_reason:
   description: Why.
   type: str
   returned: always
+disruption:
+  description:
+    - How disruptive the ofed role's run on this host would be to a workload, in the classes every layer
+      reports (see O(rdmaops.roce.nic_layer#module:max_disruption)). V(online) for the inbox userspace
+      packages, V(driver_restart) when the new driver is loaded by an openibd restart (or waits for one
+      nobody allowed), V(reboot) when a reboot loads it, V(none) when nothing is to be done.
+  type: str
+  returned: always
+  choices: [none, online, driver_restart, reboot]
 check_mode:
   description:
     - Whether the module ran in check mode. Roles read this instead of C(ansible_check_mode), which only

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: peermem
 short_description: Load, persist and prove the GPUDirect RDMA peer-memory module (or choose DMA-BUF)
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Decides how GPU memory is registered for RDMA on this host, then makes it so and proves it,
     in one call.
@@ -50,6 +50,9 @@ description:
     stayed applied (C(applied)) and what was not done (C(not_applied)).
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(modprobe) from kmod and systemd on the managed host.
+  - To load it (O(mode=auto) or O(mode=peermem)), the NVIDIA driver's C(nvidia-peermem) module built against the installed RDMA stack.
 options:
   mode:
     description:
@@ -106,6 +109,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.disruption
   - rdmaops.roce.owned_files
 notes:
   - The role C(rdmaops.roce.peermem) wraps this module (facts, report); use the role in playbooks.
@@ -135,6 +139,29 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+disruption:
+  description:
+    - The most disruptive class of what this run changes (in check mode, would change), V(none) when nothing.
+  returned: always
+  type: str
+  choices: [none, online, link_reset, driver_restart, reboot]
+  sample: link_reset
+disruptive_changes:
+  description: Each change above V(online), most disruptive first, prefixed with its class.
+  returned: always
+  type: list
+  elements: str
+  sample: ["link_reset: ens1f0np0: set pfc from [] to [3]"]
+held_back:
+  description: True when the plan needed more than O(max_disruption) allows, so nothing was changed.
+  returned: when held back
+  type: bool
+  sample: true
+pending:
+  description: The changes held back by O(max_disruption), in the order they would be made.
+  returned: when held back
+  type: list
+  elements: str
 msg:
   description: The decision and its reason (why it was skipped, which module, or why DMA-BUF).
   returned: always
@@ -232,6 +259,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._peermem.engine impor
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
             mode=dict(type="str", choices=["auto", "peermem", "dmabuf"], default="auto"),
             required=dict(type="bool", default=False),
             options=dict(type="str", default=""),

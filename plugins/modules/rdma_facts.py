@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: rdma_facts
 short_description: Gather RDMA devices, ports, GIDs, netdevs, driver stack and GPU affinity
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads the host's RDMA state and returns it as C(ansible_facts.rdma).
   - sysfs first; tools only where they add facts C(/sys) lacks, each run at most once per host
@@ -20,6 +20,10 @@ description:
     give correct partial facts.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - Nothing beyond Python on the managed host; it reads sysfs. Where they are installed it also asks
+    C(ibv_devinfo) (rdma-core's ibverbs-utils), C(rdma) (iproute2) and C(ofed_info) (MLNX_OFED/DOCA-OFED),
+    unless O(use_tools=false).
 options:
   use_tools:
     description:
@@ -107,6 +111,9 @@ ansible_facts:
         netdevs:
           description: The netdevs behind RDMA ports, with C(ibdev), C(port), C(mtu), C(operstate),
             C(carrier), C(address), C(driver), C(pci_address), C(ipv4) and C(ipv4_source) (C(ip) or C(gids)).
+            On a multi-rail host (C(rails) of M(rdmaops.roce.nic_layer) applied), each rail netdev also has
+            C(ipv6) (its global IPv6 addresses) and C(rails), one entry per rail with C(rail) (its name),
+            C(table), C(table_name) and C(rules) (each rule of the table, as C(1000 from 10.0.0.2 lookup 100)).
           type: dict
           returned: always
         stack:

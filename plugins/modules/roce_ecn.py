@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: roce_ecn
 short_description: Set ECN (DCQCN) per priority and the congestion control parameters of a ConnectX port
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Enables or disables ECN per priority for the notification point (NP, the receiver that sends CNPs)
     and the reaction point (RP, the sender that slows down), and sets the CNP DSCP, the CNP 802.1p
@@ -26,6 +26,8 @@ description:
   - Options left unset are not touched.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - The mlx5 ECN sysfs tree (C(/sys/class/net/<netdev>/ecn)) that MLNX_OFED/DOCA-OFED's driver provides on the managed host.
 options:
   interface:
     description: The netdev of the ConnectX port (a physical function), e.g. C(ens1f0np0).

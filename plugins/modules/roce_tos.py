@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: roce_tos
 short_description: Set the RDMA-CM default ToS and RoCE mode of an RDMA port, and the OFED global traffic class
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Sets C(default_roce_tos) and C(default_roce_mode) of one RDMA device port through configfs
     (C(/sys/kernel/config/rdma_cm/<device>/ports/<port>/)). On the live host it mounts configfs when it
@@ -23,6 +23,8 @@ description:
   - A ToS or traffic class whose two ECN bits are CE (0b11) is refused before anything is touched.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - configfs and the C(rdma_cm) kernel module on the managed host; the traffic-class override needs MLNX_OFED/DOCA-OFED's mlx5 sysfs tree.
 options:
   device:
     description: The RDMA device, e.g. C(mlx5_0) or C(rxe0).

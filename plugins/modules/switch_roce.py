@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: switch_roce
 short_description: The fabric's RoCE QoS profile on a switch (Cumulus NVUE, SONiC; rendered and parsed for EOS, NX-OS, Onyx)
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - A network resource module for one switch's lossless RoCE profile, derived from the same
     C(roce_fabric) intent as the hosts (resolved by the code of the C(rdmaops.roce.roce_intent) filter) -
@@ -25,6 +25,12 @@ description:
     changes nothing when nothing differs, and in check mode predicts C(after) without touching the switch.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - For Cumulus Linux, the collection ansible.netcommon on the controller (connection
+    C(ansible.netcommon.httpapi)) and the NVUE REST API enabled on the switch.
+  - For SONiC, C(sonic-cfggen), C(config checkpoint), C(config apply-patch) and C(config rollback)
+    (sonic-utilities) and the Python package jsonpatch on the switch, as SONiC images carry them.
+  - O(state=rendered) and O(state=parsed) need nothing beyond ansible-core.
 options:
   config:
     description:
@@ -41,7 +47,14 @@ options:
             (a number or V(max), the largest MTU the NOS accepts).
         type: dict
       interfaces:
-        description: The switch ports the profile applies to, named as the NOS names them (C(swp1), C(Ethernet0)).
+        description:
+          - The switch ports the profile applies to, named as the NOS names them, matched whole - Cumulus
+            C(swp1), C(swp1s0), C(bond1) (a name NVUE's model allows, at most 15 characters; not C(eth0), C(lo),
+            C(mgmt)); SONiC C(Ethernet0); EOS C(Ethernet1), C(Ethernet1/1), C(Ethernet1/1/1), C(Port-Channel1);
+            NX-OS C(Ethernet1/1), C(Ethernet1/1/1), C(port-channel1); Onyx C(ethernet 1/1), C(Eth1/1) or C(1/1).
+          - In every state a name that breaks the NOS's rule is refused before anything is read, rendered or sent.
+            Names read back (V(parsed), V(gathered), before and after) that break it are left out of the result
+            with a warning; a plan whose commands would name one is refused.
         type: list
         elements: str
   state:
@@ -75,6 +88,9 @@ options:
     description:
       - For V(parsed), the configuration to read - CLI text (C(show running-config)) for EOS, NX-OS and
         Onyx, JSON text for NVUE (a revision) and SONiC (CONFIG_DB).
+      - Text of the wrong shape (a list where a mapping belongs, text where a number belongs, numbers out of
+        range, truncated JSON, YAML where running-config text belongs) fails with one message naming
+        O(running_config) and the place in it.
     type: str
 extends_documentation_fragment:
   - rdmaops.roce.attributes.action
@@ -144,6 +160,18 @@ changes:
   returned: always
   type: list
   elements: str
+differences:
+  description:
+    - When applying failed, the places where the switch's configuration now differs from what was read before the
+      change (NVUE paths, SONiC C(TABLE|key) rows); empty when nothing differs. The task then reports
+      C(changed=true) whenever this is not empty.
+  returned: when an apply failed and the switch was read again (NVUE; SONiC when it still differs after the rollback)
+  type: list
+  elements: str
+revision:
+  description: The NVUE revision of a failed apply, to inspect with C(nv config history) and C(nv config diff).
+  returned: when an NVUE apply failed
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

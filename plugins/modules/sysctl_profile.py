@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sysctl_profile
 short_description: Persist a set of kernel parameters in one sysctl.d file and apply them now
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Writes every key of O(settings) to one file under C(/etc/sysctl.d/) (atomically, sorted by key)
     and sets the running value, through C(/proc/sys), of each key whose value differs. One call

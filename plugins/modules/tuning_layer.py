@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: tuning_layer
 short_description: Kernel parameters, locked memory, NIC knobs and the GPUDirect RDMA report of a host in one call
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - Runs the engines of M(rdmaops.roce.sysctl_profile) (O(sysctl)), M(rdmaops.roce.memlock) (O(memlock)) and
     M(rdmaops.roce.nic_ethtool) (O(nic)) planned together, so there is one module round trip per host, one
@@ -24,6 +24,8 @@ description:
     uses this one.
 author:
   - rdmaops developers (@rdmaops)
+requirements:
+  - C(ethtool) and udev for the NIC part, systemd for the locked-memory part, C(lspci) from pciutils for the GPUDirect report, on the managed host.
 options:
   sysctl:
     description: The options of M(rdmaops.roce.sysctl_profile); omitted to leave kernel parameters alone.
@@ -115,6 +117,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.action
+  - rdmaops.roce.disruption
   - rdmaops.roce.owned_files
 seealso:
   - module: rdmaops.roce.sysctl_profile
@@ -138,6 +141,29 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+disruption:
+  description:
+    - The most disruptive class of what this run changes (in check mode, would change), V(none) when nothing.
+  returned: always
+  type: str
+  choices: [none, online, link_reset, driver_restart, reboot]
+  sample: link_reset
+disruptive_changes:
+  description: Each change above V(online), most disruptive first, prefixed with its class.
+  returned: always
+  type: list
+  elements: str
+  sample: ["link_reset: ens1f0np0: set pfc from [] to [3]"]
+held_back:
+  description: True when the plan needed more than O(max_disruption) allows, so nothing was changed.
+  returned: when held back
+  type: bool
+  sample: true
+pending:
+  description: The changes held back by O(max_disruption), in the order they would be made.
+  returned: when held back
+  type: list
+  elements: str
 sysctl:
   description: What M(rdmaops.roce.sysctl_profile) returns, with this part's C(changed) and C(changes).
   returned: when O(sysctl) is given
@@ -177,6 +203,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.layer import 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
             sysctl=dict(type="dict", options=specs.SYSCTL),
             memlock=dict(type="dict", options=specs.MEMLOCK),
             nic=dict(type="dict", options=dict(specs.NIC_KNOBS, interfaces=dict(type="list", elements="str", default=[]))),

@@ -48,3 +48,21 @@ bootstrap() {
   ensure_venv
   link_collection
 }
+
+ensure_side_venv() {
+  # ensure_side_venv NAME REQUIREMENTS : a virtualenv of its own under build/venvs/NAME for a tier
+  # that must not see the development venv (plain ansible-core for the consumer tier, ansible-core
+  # 2.16, ansible-builder). Rebuilt when the requirements file changes; prints its path.
+  local name="$1" requirements="$REPO_ROOT/$2"
+  local dir="$REPO_ROOT/build/venvs/$name" stamp want
+  stamp="$dir/.requirements.sha256"
+  want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+  if [ ! -x "$dir/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    log "creating $dir from $2" >&2
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install -q --disable-pip-version-check -r "$requirements" >&2
+    echo "$want" > "$stamp"
+  fi
+  echo "$dir"
+}

@@ -3,8 +3,10 @@
 # Sourced after scripts/lib/bootstrap.sh (uses REPO_ROOT, log, ensure_apt).
 
 # What the lab needs on the host, as Debian packages (tests/lab/lab.py names the same ones
-# when a tool is missing).
-LAB_APT_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client iproute2 tcpdump)
+# when a tool is missing; prometheus scrapes the VMs in tests/lab/monitor.py; slurmctld, its client
+# tools and munge are the lab's Slurm controller, tests/lab/slurmlab.py).
+LAB_APT_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client iproute2 tcpdump prometheus
+  slurmctld slurm-client munge)
 
 lab_cli() { python3 "$REPO_ROOT/tests/lab/lab.py" "$@"; }
 

@@ -11,10 +11,13 @@ main_lab() {
   cd "$REPO_ROOT" || return
   lab_ensure_host
   log "soft-RoCE lab: 2 VMs (image built once and cached, then about a minute to boot)"
+  # up reuses a running lab and checks its fabric first: a VM whose path is dead is healed
+  # (lab.py heal) before site.yml runs, or up fails and says why
   lab_time took_up lab_cli up -n 2
   inv=$(lab_inventory)
-  log "ansible-playbook -i ${inv#"$REPO_ROOT"/} playbooks/site.yml $*"
-  lab_time took_site ansible-playbook -i "$inv" playbooks/site.yml "$@"
+  # site.yml rolls the layers out through the lab's Slurm (inventories/lab); both VMs in one batch
+  log "ansible-playbook -i ${inv#"$REPO_ROOT"/} playbooks/site.yml -e rdmaops_serial=2 $*"
+  lab_time took_site ansible-playbook -i "$inv" playbooks/site.yml -e rdmaops_serial=2 "$@"
   if [ -f playbooks/validate.yml ]; then
     log "ansible-playbook -i ${inv#"$REPO_ROOT"/} playbooks/validate.yml"
     lab_time took_validate ansible-playbook -i "$inv" playbooks/validate.yml
@@ -27,9 +30,11 @@ main_lab() {
   cat <<EOF
 
 The lab is still running:
-  python3 tests/lab/lab.py status          VMs, SSH ports, fabric addresses, switch-port MTUs
+  python3 tests/lab/lab.py status          VMs, SSH ports, switch-port MTUs, fabric health (pings, rxe0)
+  python3 tests/lab/lab.py heal vm2        put a VM whose fabric path is dead right
   python3 tests/lab/lab.py ssh vm1         a root shell in vm1 (ibv_devinfo, rdma link, ib_write_bw ...)
-  ansible-playbook -i ${inv#"$REPO_ROOT"/} playbooks/site.yml
+  python3 tests/lab/lab.py slurm sinfo -N  the lab's Slurm (sbatch -w vm1 --wrap 'sleep 90' for a job)
+  ansible-playbook -i ${inv#"$REPO_ROOT"/} playbooks/site.yml -e rdmaops_serial=2
   python3 tests/lab/lab.py down            stop it and remove what it made
 EOF
 }

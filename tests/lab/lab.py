@@ -1,19 +1,23 @@
 """The soft-RoCE lab: Debian VMs under QEMU software emulation, each with a Soft-RoCE NIC.
 
     python3 tests/lab/lab.py build [--force]          build and cache the VM image (once)
-    python3 tests/lab/lab.py up [-n N] [--port-mtu vm2=1500 ...]
-    python3 tests/lab/lab.py status [--json]
+    python3 tests/lab/lab.py up [-n N] [--rails 1|2] [--port-mtu vm2=1500 ...]
+    python3 tests/lab/lab.py status [--json] [--no-fabric]
+    python3 tests/lab/lab.py heal VM
     python3 tests/lab/lab.py ssh VM [CMD ...]
     python3 tests/lab/lab.py reboot VM
     python3 tests/lab/lab.py console VM [--lines N]
     python3 tests/lab/lab.py summary
     python3 tests/lab/lab.py inventory [--stdout]
+    python3 tests/lab/lab.py slurm CMD [ARG ...]       a Slurm client command against the lab's slurmctld
     python3 tests/lab/lab.py down [--purge]
 
 Every VM boots the cached image through a copy-on-write overlay, is reached over SSH on a
 127.0.0.1 port with the lab's own key, and has a second NIC on a bridge inside a network
 namespace made for the lab. At boot the image gives that NIC its fabric address and creates
-a Soft-RoCE device (rxe0) on it. See tests/lab/README.md.
+a Soft-RoCE device (rxe0) on it. With two rails (the default, ``--rails``) each VM has a
+third NIC on a second bridge (rail 2's leaf) with its own address and Soft-RoCE device
+(rxe1). See tests/lab/README.md.
 
 Standard library only; runs as root (network namespaces, tap devices).
 """
@@ -37,12 +41,17 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
+import health
 import imagebuild
+import slurmlab
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 IMAGE_RECIPE_DIR = os.path.join(HERE, "image")
+# node_exporter (port 9100 in a VM) is forwarded to 127.0.0.1:<its SSH port + this> (tests/lab/monitor.py)
+METRICS_PORT_OFFSET = 1000
 LAB_INVENTORY_DIR = os.path.join(REPO_ROOT, "inventories", "lab")
 
 # Bump when the build steps in this file change what goes into the image (the files under
@@ -73,6 +82,12 @@ FABRIC_HOST_OFFSET = 10  # vm1 = .11, vm2 = .12 ...
 MGMT_ADDRESS = "10.0.2.15/24"  # QEMU user-mode network, one per VM
 MGMT_GATEWAY = "10.0.2.2"
 BRIDGE = "br-fabric"
+# Rail 2 (issue 24): a second fabric NIC per VM on a leaf of its own (br-rail2), in the same
+# subnet as rail 1 as an installer leaves it (vmN = .2N: the ARP-flux case), rxe1 on it.
+RAIL2_BRIDGE = "br-rail2"
+RAIL2_HOST_OFFSET = 20  # vm1 = .21, vm2 = .22 ...
+RAIL2_PCI_SLOT = 0x7  # ens7 in the VM (the fabric NIC is ens4 at 0x4)
+DEFAULT_RAILS = 2
 FWCFG_PREFIX = "opt/org.rdmaops.lab/"
 KEY_NAME = "id_ed25519"
 STATE_FILE = "lab.json"
@@ -210,12 +225,23 @@ def build_parser():
                     help="vmN answers SSH on 127.0.0.1:BASE+N (env RDMAOPS_LAB_SSH_BASE_PORT, default %(default)s)")
     up.add_argument("--fabric-subnet", default=DEFAULT_FABRIC_SUBNET,
                     help="fabric IPv4 subnet inside 198.18.0.0/15; vmN gets host .1N (default %(default)s)")
+    up.add_argument("--rails", type=int, choices=(1, 2), default=DEFAULT_RAILS,
+                    help="fabric NICs of each VM started now: 2 adds rail 2 (NIC, leaf bridge %s, rxe1; default %%(default)s); "
+                         "running VMs keep theirs" % RAIL2_BRIDGE)
     up.add_argument("--memory", type=int, default=DEFAULT_MEMORY_MIB, help="MiB of RAM per VM (default %(default)s)")
     up.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, help="seconds to wait for SSH (default %(default)s)")
     up.add_argument("--mirror", default=os.environ.get("RDMAOPS_LAB_MIRROR") or DEFAULT_MIRROR, help=argparse.SUPPRESS)
+    up.add_argument("--no-slurm", action="store_true", default=os.environ.get("RDMAOPS_LAB_SLURM") == "0",
+                    help="no Slurm: neither the controller in the lab's namespace nor slurmd in the VMs (env RDMAOPS_LAB_SLURM=0)")
 
-    status = sub.add_parser("status", help="show the lab; exit 0 when every VM answers, 1 when not, 3 when down")
+    status = sub.add_parser("status", help="show the lab and check its fabric; exit 0 when healthy, 1 when not, 3 when down")
     status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.add_argument("--no-fabric", action="store_true",
+                        help="only processes, SSH and switch ports: no probe in the VMs, no fabric pings")
+
+    heal = sub.add_parser("heal", help="put a VM whose fabric path is dead right (switch port, NIC reset, reboot, power cycle)")
+    heal.add_argument("vm")
+    heal.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, help="seconds to wait for a reboot (default %(default)s)")
 
     ssh = sub.add_parser("ssh", help="run a command in a VM (interactive shell without one)")
     ssh.add_argument("vm")
@@ -234,6 +260,9 @@ def build_parser():
     inventory = sub.add_parser("inventory", help="write an Ansible inventory for the running lab and print its path")
     inventory.add_argument("--stdout", action="store_true", help="print the hosts file instead of writing it")
     inventory.add_argument("--committed", action="store_true", help=argparse.SUPPRESS)
+
+    slurm = sub.add_parser("slurm", help="run a Slurm client command (sbatch, squeue, sinfo, scontrol ...) against the lab's slurmctld")
+    slurm.add_argument("cmd", nargs=argparse.REMAINDER)
 
     down = sub.add_parser("down", help="stop the lab and remove what it made")
     down.add_argument("--purge", action="store_true", help="also remove the state directory (SSH keys)")
@@ -264,8 +293,10 @@ def parse_args(argv):
 
 
 def validate_base_port(base):
-    if not 1024 <= base <= 65535 - MAX_VMS:
-        raise LabError("--ssh-base-port %d: choose 1024 to %d" % (base, 65535 - MAX_VMS))
+    # the VMs' SSH, node_exporter (+1000) and Slurm (+4000) ports all derive from it
+    top = 65535 - MAX_VMS - slurmlab.SLURM_PORT_OFFSET
+    if not 1024 <= base <= top:
+        raise LabError("--ssh-base-port %d: choose 1024 to %d" % (base, top))
 
 
 # --------------------------------------------------------------------------- lab model (pure)
@@ -288,9 +319,32 @@ def tap_name(lid, index):
     return "rl%sv%d" % (lid, index)  # 10 characters, inside IFNAMSIZ
 
 
-def plan_vm(lid, index, base_port, fabric_net, port_mtu, fabric_netconf="ifupdown"):
-    fabric_ip = fabric_net.network_address + FABRIC_HOST_OFFSET + index
+def rail2_tap_name(lid, index):
+    return "rl%sr%d" % (lid, index)
+
+
+def plan_rail2(lid, index, fabric_net):
+    """Rail 2 of one VM: its tap on the rail-2 leaf, MAC and address (same subnet as rail 1)."""
     return {
+        "rail2_tap": rail2_tap_name(lid, index),
+        "rail2_mac": "52:54:00:18:00:%02x" % (0x20 + index),
+        "rail2_address": "%s/%d" % (fabric_net.network_address + RAIL2_HOST_OFFSET + index, fabric_net.prefixlen),
+    }
+
+
+def rxe_devices(vm):
+    """The Soft-RoCE devices a VM has: rxe0, and rxe1 on rail 2."""
+    return ["rxe0"] + (["rxe1"] if vm.get("rail2_tap") else [])
+
+
+def vm_taps(vm):
+    """(tap, bridge) of every switch port of a VM: rail 1's, and rail 2's when it has one."""
+    return [(vm["tap"], BRIDGE)] + ([(vm["rail2_tap"], RAIL2_BRIDGE)] if vm.get("rail2_tap") else [])
+
+
+def plan_vm(lid, index, base_port, fabric_net, port_mtu, fabric_netconf="ifupdown", rails=1):
+    fabric_ip = fabric_net.network_address + FABRIC_HOST_OFFSET + index
+    return dict(plan_rail2(lid, index, fabric_net) if rails == 2 else {}, **{
         "name": "vm%d" % index,
         "index": index,
         "ssh_port": base_port + index,
@@ -300,11 +354,11 @@ def plan_vm(lid, index, base_port, fabric_net, port_mtu, fabric_netconf="ifupdow
         "fabric_address": "%s/%d" % (fabric_ip, fabric_net.prefixlen),
         "port_mtu": port_mtu,
         "fabric_netconf": fabric_netconf,
-    }
+    })
 
 
 def plan_lab(state_dir, count, base_port=DEFAULT_SSH_BASE_PORT, fabric_subnet=DEFAULT_FABRIC_SUBNET,
-             port_mtus=None, switch_mtu=DEFAULT_SWITCH_MTU, fabric_netconfs=None):
+             port_mtus=None, switch_mtu=DEFAULT_SWITCH_MTU, fabric_netconfs=None, rails=1):
     lid = lab_id(state_dir)
     net = validate_fabric_subnet(str(fabric_subnet))
     port_mtus = port_mtus or {}
@@ -312,7 +366,7 @@ def plan_lab(state_dir, count, base_port=DEFAULT_SSH_BASE_PORT, fabric_subnet=DE
     vms = {}
     for index in range(1, count + 1):
         name = "vm%d" % index
-        vms[name] = plan_vm(lid, index, base_port, net, port_mtus.get(name, switch_mtu), netconfs[name])
+        vms[name] = plan_vm(lid, index, base_port, net, port_mtus.get(name, switch_mtu), netconfs[name], rails)
     return {"lab_id": lid, "netns": netns_name(lid), "bridge": BRIDGE, "switch_mtu": switch_mtu, "vms": vms}
 
 
@@ -327,11 +381,20 @@ def vm_env(vm, instance):
         ("RDMAOPS_LAB_FABRIC_ADDRESS", vm["fabric_address"]),
         ("RDMAOPS_LAB_FABRIC_NETCONF", vm.get("fabric_netconf", "ifupdown")),
     ]
+    if vm.get("rail2_mac"):
+        values += [("RDMAOPS_LAB_RAIL2_MAC", vm["rail2_mac"]), ("RDMAOPS_LAB_RAIL2_ADDRESS", vm["rail2_address"])]
     return "".join("%s=%s\n" % (key, shlex.quote(value)) for key, value in values)
 
 
 def machine_id(instance):
     return hashlib.sha256(instance.encode()).hexdigest()[:32]
+
+
+def mgmt_netdev(vm):
+    """QEMU's user-mode network of a VM: SSH, node_exporter and slurmd forwarded from 127.0.0.1."""
+    slurmd = vm["ssh_port"] + slurmlab.SLURM_PORT_OFFSET
+    return "user,id=mgmt,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:%d-:22,hostfwd=tcp:127.0.0.1:%d-:9100,hostfwd=tcp:127.0.0.1:%d-:%d" % (
+        vm["ssh_port"], vm["ssh_port"] + METRICS_PORT_OFFSET, slurmd, slurmd)
 
 
 def qemu_argv(vm, image_dir, vm_dir, memory, instance):
@@ -342,6 +405,10 @@ def qemu_argv(vm, image_dir, vm_dir, memory, instance):
     def fw(name):
         return "name=%s%s,file=%s" % (FWCFG_PREFIX, name, os.path.join(vm_dir, name))
 
+    rail2 = [
+        "-netdev", "tap,id=rail2,ifname=%s,script=no,downscript=no" % vm["rail2_tap"],
+        "-device", "virtio-net-pci,netdev=rail2,mac=%s,addr=0x%x,romfile=" % (vm["rail2_mac"], RAIL2_PCI_SLOT),
+    ] if vm.get("rail2_tap") else []
     return [
         "qemu-system-x86_64",
         "-name", "rdmaops-lab-%s,process=rdmaops-lab-%s" % (vm["name"], vm["name"]),
@@ -354,10 +421,13 @@ def qemu_argv(vm, image_dir, vm_dir, memory, instance):
         "-append", append,
         "-drive", "file=%s,if=none,id=disk,format=qcow2,cache=unsafe,discard=unmap" % os.path.join(vm_dir, "disk.qcow2"),
         "-device", "virtio-blk-pci,drive=disk,addr=0x5",
-        "-netdev", "user,id=mgmt,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:%d-:22" % vm["ssh_port"],
+        # SSH, node_exporter (the monitor role's metrics) at the SSH port + METRICS_PORT_OFFSET, and
+        # slurmd at the SSH port + slurmlab.SLURM_PORT_OFFSET (the same port in the VM)
+        "-netdev", mgmt_netdev(vm),
         "-device", "virtio-net-pci,netdev=mgmt,mac=%s,addr=0x3,romfile=" % vm["mgmt_mac"],
         "-netdev", "tap,id=fabric,ifname=%s,script=no,downscript=no" % vm["tap"],
         "-device", "virtio-net-pci,netdev=fabric,mac=%s,addr=0x4,romfile=" % vm["fabric_mac"],
+    ] + rail2 + [
         "-object", "rng-random,id=rng,filename=/dev/urandom",
         "-device", "virtio-rng-pci,rng=rng,addr=0x6",
         "-fw_cfg", fw("vm.env"),
@@ -430,7 +500,14 @@ def render_inventory(vms, state_dir=None):
             "          ansible_port: %d" % vm["ssh_port"],
             "          lab_fabric_address: %s" % vm["fabric_address"],
             "          lab_fabric_netconf: %s" % vm.get("fabric_netconf", "ifupdown"),
-        ]
+        ] + ([
+            "          lab_rail2_address: %s" % vm["rail2_address"],
+            # its place in each rail of roce_fabric.rails (inventories/lab/group_vars/all.yml)
+            "          roce_rail_index: %d" % vm["index"],
+        ] if vm.get("rail2_address") else [
+            # a one-rail lab (lab.py up --rails 1): no rxe1 for rail 2 of roce_fabric.rails
+            "          nic_rails_enabled: false",
+        ])
     # Every VM is also a "GPU host" for site.yml's NCCL play: the VMs have no GPU, and the nccl role
     # needs none (nccl.conf comes from the RDMA devices), so the lab proves nccl.conf for real.
     lines += [
@@ -472,14 +549,38 @@ def recipe_hash(recipe_dir=IMAGE_RECIPE_DIR):
     return digest.hexdigest()[:16]
 
 
+# A NIC reset in a lab VM, for `lab.py heal`: the fabric NIC's virtio device unbound from virtio_net
+# and bound again (the driver resets the device: fresh virtqueues, as after a reboot, without
+# one), rxe0 re-created on the new netdev, and what configures the NIC asked to apply it again
+# (ifupdown, networkd) so the address and the collection's MTU come back; the udev rules the
+# collection installed re-apply the rings and the ToS on the device events.
+NIC_RESET = r"""set -u
+dev=$(grep -lx '%(mac)s' /sys/class/net/*/address | cut -d/ -f5)
+vdev=$(basename "$(readlink -f /sys/class/net/$dev/device)")
+mtu=$(cat /sys/class/net/$dev/mtu)
+rdma link delete rxe0 2>/dev/null || true
+echo "$vdev" > /sys/bus/virtio/drivers/virtio_net/unbind
+echo "$vdev" > /sys/bus/virtio/drivers/virtio_net/bind
+for _ in $(seq 50); do [ -e /sys/class/net/$dev ] && break; sleep 0.2; done
+ip link set dev "$dev" mtu "$mtu" up
+if [ -e /etc/network/interfaces.d/rdmaops-lab-fabric ]; then ifdown --force "$dev" >/dev/null 2>&1; ifup "$dev" >/dev/null 2>&1 || true; fi
+if systemctl -q is-active systemd-networkd; then networkctl reconfigure "$dev" >/dev/null 2>&1 || true; fi
+ip link set dev "$dev" mtu "$mtu" up
+rdma link add rxe0 type rxe netdev "$dev"
+for _ in $(seq 50); do grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break; sleep 0.2; done
+echo "$vdev re-bound, $dev mtu $(cat /sys/class/net/$dev/mtu), rxe0 $(cat /sys/class/infiniband/rxe0/ports/1/state)"
+"""
+
 SUMMARY_PROBE = (
     'hostname; dev=$(cat /sys/class/infiniband/rxe0/parent 2>/dev/null); echo "netdev $dev"; '
     'echo "mtu $(cat /sys/class/net/$dev/mtu 2>/dev/null)"; ip -4 -o addr show dev "$dev" 2>/dev/null; '
     'ibv_devinfo -d rxe0 2>&1'
 )
+# rail 2 (a VM with rxe1): the same, one line more in the summary
+SUMMARY_PROBE_RAIL2 = SUMMARY_PROBE.replace("rxe0", "rxe1")
 
 
-def summarize_probe(name, text):
+def summarize_probe(name, text, device="rxe0"):
     """One line from SUMMARY_PROBE's output (hostname, netdev, MTU, addresses, ibv_devinfo)."""
     lines = text.splitlines()
     if not lines:
@@ -496,9 +597,9 @@ def summarize_probe(name, text):
         elif words[0] in ("port:", "state:", "active_mtu:", "link_layer:"):
             info.setdefault(words[0][:-1], " ".join(words[1:]))
     if "state" not in info:
-        return "%s (%s): no rxe0 (%s)" % (name, info["host"], lines[-1].strip())
-    return "%s (%s): rxe0 port %s %s %s, active_mtu %s; %s MTU %s, %s" % (
-        name, info["host"], info.get("port", "?"), info["state"], info.get("link_layer", "?"), info.get("active_mtu", "?"),
+        return "%s (%s): no %s (%s)" % (name, info["host"], device, lines[-1].strip())
+    return "%s (%s): %s port %s %s %s, active_mtu %s; %s MTU %s, %s" % (
+        name, info["host"], device, info.get("port", "?"), info["state"], info.get("link_layer", "?"), info.get("active_mtu", "?"),
         info["netdev"], info["mtu"], " ".join(info["ipv4"]) or "no IPv4")
 
 
@@ -722,9 +823,11 @@ class Lab:
         ]
 
     def probe(self, vm):
-        """(boot_id, has_rxe0) when the VM answers over SSH, else None."""
+        """(boot_id, has_rxe0) when the VM answers over SSH, else None; with rail 2, rxe1 as well."""
+        devices = " ".join(rxe_devices(vm))
         argv = self.ssh_argv(vm["ssh_port"]) + [
-            "cat /proc/sys/kernel/random/boot_id; test -e /sys/class/infiniband/rxe0 && echo rxe0 || echo no-rxe0"
+            "cat /proc/sys/kernel/random/boot_id; ok=rxe0; for d in %s; do test -e /sys/class/infiniband/$d || ok=no-$d; done; "
+            "echo $ok" % devices
         ]
         try:
             proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=20, check=False)
@@ -774,15 +877,22 @@ class Lab:
         # no IPv6 chatter (router solicitations, MLD) from the lab's own ports on the fabric
         run(["ip", "netns", "exec", self.netns, "sh", "-c",
              "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6"])
-        if not link_exists(BRIDGE, self.netns):
-            run(ns + ["link", "add", BRIDGE, "type", "bridge", "stp_state", "0"])
-        run(ns + ["link", "set", BRIDGE, "mtu", str(max(switch_mtu, MTU_MIN)), "up"])
+        for bridge in (BRIDGE, RAIL2_BRIDGE):  # rail 2's leaf stays empty in a one-rail lab
+            if not link_exists(bridge, self.netns):
+                run(ns + ["link", "add", bridge, "type", "bridge", "stp_state", "0"])
+            run(ns + ["link", "set", bridge, "mtu", str(max(switch_mtu, MTU_MIN)), "up"])
 
     def plug_tap(self, vm):
+        """The VM's switch ports (rail 1's tap, and rail 2's) into the namespace, on their leaf."""
         ns = ["ip", "-n", self.netns]
-        if link_exists(vm["tap"]) and not link_exists(vm["tap"], self.netns):
-            run(["ip", "link", "set", "dev", vm["tap"], "netns", self.netns])
-        run(ns + ["link", "set", "dev", vm["tap"], "mtu", str(vm["port_mtu"]), "master", BRIDGE, "up"])
+        for tap, bridge in vm_taps(vm):
+            if link_exists(tap) and not link_exists(tap, self.netns):
+                run(["ip", "link", "set", "dev", tap, "netns", self.netns])
+            run(ns + ["link", "set", "dev", tap, "mtu", str(vm["port_mtu"]), "master", bridge, "up"])
+
+    def remove_taps(self, vm):
+        """Every tap of the VM; the names of those removed."""
+        return [tap for tap, _bridge in vm_taps(vm) if self.remove_tap(tap)]
 
     def remove_tap(self, tap):
         removed = False
@@ -835,6 +945,11 @@ class Lab:
                                % record["ssh_base_port"])
             if running and record.get("fabric_subnet") != str(args.fabric_net):
                 raise LabError("the running lab uses fabric %s; run `lab.py down` to change it" % record["fabric_subnet"])
+            for name, vm in sorted(running.items()):
+                has = 2 if vm.get("rail2_tap") else 1
+                if has != args.rails:
+                    # a VM keeps the NICs it booted with; --rails is for the VMs this call starts
+                    log("%s runs with %d rail(s), kept (--rails %d applies to the VMs started now)" % (name, has, args.rails))
             wanted_netconfs = dict(DEFAULT_FABRIC_NETCONF, **args.fabric_netconfs)
             for name, vm in sorted(running.items()):
                 has = vm.get("fabric_netconf", "ifupdown")
@@ -854,11 +969,11 @@ class Lab:
                 log("image %s (%s, %.1f s)" % (image, "built" if built else "cached", time.monotonic() - t0))
 
             plan = plan_lab(self.state_dir, args.vms, args.ssh_base_port, args.fabric_net,
-                            args.port_mtus, args.switch_mtu, args.fabric_netconfs)
+                            args.port_mtus, args.switch_mtu, args.fabric_netconfs, args.rails)
             record.update({
                 "version": 1, "lab_id": self.lab_id, "state_dir": self.state_dir, "netns": self.netns,
                 "bridge": BRIDGE, "image_dir": image, "ssh_base_port": args.ssh_base_port,
-                "fabric_subnet": str(args.fabric_net), "switch_mtu": args.switch_mtu,
+                "fabric_subnet": str(args.fabric_net), "switch_mtu": args.switch_mtu, "rails": args.rails,
             })
             vms = record.setdefault("vms", {})
             # forget VMs that are not running; keep the records of running ones
@@ -900,15 +1015,62 @@ class Lab:
             self.save(record)
             log("lab up: %d VM(s) in %.1f s (%s)" % (args.vms, time.monotonic() - t_start,
                                                      "started %s" % ", ".join(started) if started else "all reused"))
-            self.print_table(record)
-            # inventories/lab finds the state directory through RDMAOPS_LAB_STATE, not --state-dir
-            default_inv = (args.ssh_base_port == DEFAULT_SSH_BASE_PORT and args.vms == DEFAULT_VMS
-                           and str(args.fabric_net) == DEFAULT_FABRIC_SUBNET
-                           and self.state_dir == os.path.abspath(os.environ.get("RDMAOPS_LAB_STATE") or DEFAULT_STATE_DIR))
-            if default_inv:
-                log("ansible: ansible-playbook -i inventories/lab playbooks/site.yml")
-            else:
-                log("ansible: ansible-playbook -i %s playbooks/site.yml" % self.inventory_dir())
+        # what the lab is for: every fabric path alive, every rxe0 ACTIVE; a VM whose path is dead
+        # (a reused VM whose NIC stopped, a switch port left down) is healed before anyone uses it
+        self.ensure_healthy(args.timeout)
+        if not args.no_slurm:
+            self.ensure_slurm(self.load())
+        self.print_table(record)
+        # inventories/lab finds the state directory through RDMAOPS_LAB_STATE, not --state-dir
+        default_inv = (args.ssh_base_port == DEFAULT_SSH_BASE_PORT and args.vms == DEFAULT_VMS
+                       and str(args.fabric_net) == DEFAULT_FABRIC_SUBNET
+                       and self.state_dir == os.path.abspath(os.environ.get("RDMAOPS_LAB_STATE") or DEFAULT_STATE_DIR))
+        if default_inv:
+            log("ansible: ansible-playbook -i inventories/lab playbooks/site.yml")
+        else:
+            log("ansible: ansible-playbook -i %s playbooks/site.yml" % self.inventory_dir())
+
+    # slurm -------------------------------------------------------------------
+    def slurm(self, record=None):
+        record = record or self.load() or {}
+        return slurmlab.SlurmLab(self.state_dir, record.get("ssh_base_port", DEFAULT_SSH_BASE_PORT), log)
+
+    def ensure_slurm(self, record):
+        """The lab's Slurm (tests/lab/slurmlab.py): slurmctld in the namespace, the VMs' slurmd configured,
+        every running VM a node that answers."""
+        t0 = time.monotonic()
+        cluster = self.slurm(record)
+        try:
+            cluster.ensure_controller()
+            script = cluster.vm_script()
+            vms = sorted(record["vms"].values(), key=lambda vm: vm["index"])
+            with ThreadPoolExecutor(max_workers=len(vms)) as pool:
+                said = list(pool.map(lambda vm: self.ssh_output(vm, script, timeout=120), vms))
+            for vm, text in zip(vms, said):
+                if not text.endswith(("slurm: unchanged", "slurm: restarted")):
+                    raise LabError("%s: slurmd could not be configured: %s" % (vm["name"], text[-500:]))
+            states = cluster.wait_nodes([vm["name"] for vm in vms])
+        except slurmlab.SlurmLabError as exc:
+            raise LabError(str(exc)) from None
+        log("slurm: %s (%.1f s)" % (", ".join("%s %s" % kv for kv in sorted(states.items())), time.monotonic() - t0))
+
+    def ensure_healthy(self, timeout):
+        """Check the fabric; heal each VM found sick, then check again. Raises LabError if still sick."""
+        t0 = time.monotonic()
+        verdict = self.fabric_health(self.load())
+        sick = [name for name, vm in verdict["vms"].items() if not vm["healthy"]]
+        if not sick:
+            log("fabric healthy: every VM answers the others' pings, rxe0 ACTIVE (%.1f s)" % (time.monotonic() - t0))
+            return
+        for line in health.describe(verdict):
+            log(line)
+        for name in sick:
+            self.heal(name, timeout)
+        verdict = self.fabric_health(self.load())
+        if not verdict["healthy"]:
+            raise LabError("the lab's fabric is still unhealthy after healing %s:\n%s" % (
+                ", ".join(sick), "\n".join(health.describe(verdict))))
+        log("fabric healthy again after healing %s (%.1f s)" % (", ".join(sick), time.monotonic() - t0))
 
     def start_vm(self, want, image, memory):
         """Boot a VM from a fresh overlay disk (its first boot: the image provisions it)."""
@@ -916,7 +1078,7 @@ class Lab:
         name = vm["name"]
         vdir = self.vm_dir(name)
         # leftovers of a VM that died: its tap, its disk, its logs
-        self.remove_tap(vm["tap"])
+        self.remove_taps(vm)
         self.remove_runtime_files(name)
         vm["instance"] = "%s-%s-%s" % (self.lab_id, name, secrets.token_hex(4))
         vm["memory"] = memory
@@ -925,15 +1087,16 @@ class Lab:
         run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", os.path.join(image, "disk.img"),
              os.path.join(vdir, "disk.qcow2")])
         self.launch(vm, image)
-        log("%s started: pid %d, ssh 127.0.0.1:%d, fabric %s on %s (switch port MTU %d, configured by %s)" % (
-            name, vm["pid"], vm["ssh_port"], vm["fabric_address"], vm["tap"], vm["port_mtu"], vm["fabric_netconf"]))
+        log("%s started: pid %d, ssh 127.0.0.1:%d, fabric %s on %s (switch port MTU %d, configured by %s)%s" % (
+            name, vm["pid"], vm["ssh_port"], vm["fabric_address"], vm["tap"], vm["port_mtu"], vm["fabric_netconf"],
+            ", rail 2 %s on %s" % (vm["rail2_address"], vm["rail2_tap"]) if vm.get("rail2_tap") else ""))
         return vm
 
     def launch(self, vm, image):
         """Start QEMU for vm on its existing disk and plug its tap into the lab's bridge."""
         vdir = self.vm_dir(vm["name"])
-        tap = vm["tap"]
-        run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"])
+        for tap, _bridge in vm_taps(vm):
+            run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"])
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(vdir, "qemu.pid"))
         argv = qemu_argv(vm, image, vdir, vm.get("memory", DEFAULT_MEMORY_MIB), vm["instance"])
@@ -944,7 +1107,7 @@ class Lab:
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False, timeout=120)
         pid = read_pid(os.path.join(vdir, "qemu.pid"))
         if proc.returncode != 0 or not pid:
-            self.remove_tap(tap)
+            self.remove_taps(vm)
             raise LabError("QEMU did not start %s (rc %d):\n%s" % (vm["name"], proc.returncode, tail(qemu_log, 20)))
         vm.update({"pid": pid, "started": time.time()})
         self.plug_tap(vm)
@@ -970,7 +1133,8 @@ class Lab:
                     first = rxe_missing_since.setdefault(name, time.monotonic())
                     if time.monotonic() - first > 20:
                         status = self.ssh_output(vm, "systemctl status --no-pager -l rdmaops-lab-rxe.service 2>&1 | tail -n 15")
-                        raise LabError("%s answers SSH but has no rxe0 (the image's Soft-RoCE unit):\n%s" % (name, status))
+                        raise LabError("%s answers SSH but lacks %s (the image's Soft-RoCE unit):\n%s" % (
+                            name, " or ".join(rxe_devices(vm)), status))
                     continue
                 vm["boot_id"] = boot_id
                 vm["_ready"] = time.monotonic() - t0
@@ -996,8 +1160,8 @@ class Lab:
         if vm.get("pid") and self.alive(vm):
             stop_pid(vm["pid"])
             log("%s stopped (pid %d)" % (name, vm["pid"]))
-        if self.remove_tap(vm["tap"]):
-            log("%s: tap %s removed" % (name, vm["tap"]))
+        for tap in self.remove_taps(vm):
+            log("%s: tap %s removed" % (name, tap))
         self.remove_runtime_files(name)
 
     def remove_runtime_files(self, name):
@@ -1023,13 +1187,15 @@ class Lab:
             for pid in find_our_qemus(self.state_dir):
                 stop_pid(pid)
                 log("stopped unrecorded QEMU pid %d of this lab" % pid)
+            self.slurm(record).stop()
             for index in range(1, MAX_VMS + 1):
-                if self.remove_tap(tap_name(self.lab_id, index)):
-                    log("tap %s removed" % tap_name(self.lab_id, index))
+                for tap in (tap_name(self.lab_id, index), rail2_tap_name(self.lab_id, index)):
+                    if self.remove_tap(tap):
+                        log("tap %s removed" % tap)
                 self.remove_runtime_files("vm%d" % index)
             if netns_exists(self.netns):
                 run(["ip", "netns", "del", self.netns])
-                log("network namespace %s (bridge %s) removed" % (self.netns, BRIDGE))
+                log("network namespace %s (bridges %s, %s) removed" % (self.netns, BRIDGE, RAIL2_BRIDGE))
             for leftover in (self.state_path(), os.path.join(self.state_dir, "inventory", "hosts.yml"),
                              os.path.join(self.state_dir, "inventory", "group_vars")):
                 with contextlib.suppress(FileNotFoundError):
@@ -1041,17 +1207,18 @@ class Lab:
             raise LabError("down left %s" % left)
         if purge:
             shutil.rmtree(self.state_dir, ignore_errors=True)
-        log("lab is down (%.1f s): no QEMU of this lab, no taps %s*, no namespace %s%s" % (
-            time.monotonic() - t0, tap_name(self.lab_id, 0)[:-1], self.netns,
+        log("lab is down (%.1f s): no QEMU of this lab, no taps %s* or %s*, no namespace %s%s" % (
+            time.monotonic() - t0, tap_name(self.lab_id, 0)[:-1], rail2_tap_name(self.lab_id, 0)[:-1], self.netns,
             "; state directory removed" if purge else "; keys kept in %s" % self.state_dir))
 
     def leftovers(self):
-        taps = [tap_name(self.lab_id, i) for i in range(1, MAX_VMS + 1) if link_exists(tap_name(self.lab_id, i))]
+        taps = [tap for i in range(1, MAX_VMS + 1) for tap in (tap_name(self.lab_id, i), rail2_tap_name(self.lab_id, i))
+                if link_exists(tap)]
         return {"qemu_pids": find_our_qemus(self.state_dir), "netns": [self.netns] if netns_exists(self.netns) else [],
                 "taps": taps}
 
     # status ------------------------------------------------------------------
-    def status(self):
+    def status(self, fabric=True):
         record = self.load()
         if not record or not record.get("vms"):
             left = self.leftovers() if os.geteuid() == 0 else {}
@@ -1070,17 +1237,161 @@ class Lab:
                 "fabric_netconf": vm.get("fabric_netconf", "ifupdown"),
                 "console": os.path.join(self.vm_dir(name), "console.log"),
             }
+            if vm.get("rail2_tap"):
+                rail2_mtu = link_mtu(vm["rail2_tap"], record["netns"]) if netns_exists(record["netns"]) else None
+                healthy = healthy and rail2_mtu is not None
+                out["vms"][name].update({"rail2_address": vm["rail2_address"], "rail2_tap": vm["rail2_tap"],
+                                         "rail2_switch_port_mtu": rail2_mtu})
+        if os.path.exists(self.slurm(record).conf):
+            out["slurm"] = self.slurm(record).describe(sorted(record["vms"]))
+        if fabric:
+            out["fabric"] = self.fabric_health(record)
+            healthy = healthy and out["fabric"]["healthy"]
         out["state"] = "up" if healthy else "degraded"
         return out
 
-    def print_table(self, record):
-        st = self.status()
+    def print_table(self, record, st=None):
+        st = st or self.status(fabric=False)
         row = "%-4s %-8s %-7s %-16s %-18s %-9s %-11s %s"
         print(row % ("vm", "pid", "ssh", "ssh at", "fabric", "by", "port MTU", "tap (netns %s)" % record["netns"]))
         for name, vm in st["vms"].items():
             print(row % (
                 name, vm["pid"] if vm["running"] else "-", "yes" if vm["ssh"] else "no",
                 "127.0.0.1:%d" % vm["ssh_port"], vm["fabric_address"], vm["fabric_netconf"], vm["switch_port_mtu"], vm["tap"]))
+            if vm.get("rail2_tap"):
+                print(row % ("", "", "", "  rail 2", vm["rail2_address"], "", vm["rail2_switch_port_mtu"],
+                             "%s (%s)" % (vm["rail2_tap"], RAIL2_BRIDGE)))
+        if "fabric" in st:
+            print("fabric: %s" % ("healthy: every VM answers the others' pings, rxe0 ACTIVE" if st["fabric"]["healthy"]
+                                  else "UNHEALTHY (lab.py heal VM)"))
+            for line in health.describe(st["fabric"]):
+                print("  " + line)
+        if st.get("slurm"):
+            print(st["slurm"])
+
+    # fabric health -----------------------------------------------------------
+    def probe_fabric(self, vm, peers, rail2_address=None, rail2_peers=()):
+        """One VM's health probe (health.probe_command), parsed; None when it does not answer SSH."""
+        if not self.alive(vm):
+            return None
+        try:
+            command = health.probe_command(peers, rail2_address, rail2_peers)
+            proc = subprocess.run(self.ssh_argv(vm["ssh_port"], connect_timeout=30) + [command],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=60, check=False)
+        except subprocess.TimeoutExpired:
+            return None
+        if proc.returncode == 255 or "== netdev" not in proc.stdout:  # 255: ssh itself failed
+            return None
+        return health.parse_probe(proc.stdout)
+
+    def switch_port(self, record, vm, rail2=False):
+        """The VM's tap (rail 2's with rail2) as the lab's namespace sees it (health.parse_switch_port), None when missing."""
+        if not netns_exists(record["netns"]):
+            return None
+        proc = run(["ip", "-j", "-n", record["netns"], "link", "show", "dev", vm["rail2_tap" if rail2 else "tap"]], check=False)
+        return health.parse_switch_port(proc.stdout) if proc.returncode == 0 else None
+
+    def fabric_health(self, record):
+        """health.assess over every VM's probe, run in parallel: pings between all fabric addresses."""
+        vms = record["vms"]
+        addresses = {name: vm["fabric_address"].split("/")[0] for name, vm in vms.items()}
+        rail2 = {name: vm["rail2_address"].split("/")[0] for name, vm in vms.items() if vm.get("rail2_address")}
+
+        def one(name):
+            peers = [addresses[other] for other in sorted(vms, key=lambda n: vms[n]["index"]) if other != name]
+            rail2_peers = [rail2[other] for other in sorted(vms, key=lambda n: vms[n]["index"])
+                           if other != name and other in rail2] if name in rail2 else []
+            return name, self.probe_fabric(vms[name], peers, rail2.get(name), rail2_peers)
+
+        with ThreadPoolExecutor(max_workers=max(1, len(vms))) as pool:
+            probes = dict(pool.map(one, list(vms)))
+        view = {name: {"address": addresses[name], "probe": probes[name], "switch_port": self.switch_port(record, vms[name]),
+                       "rail2_address": rail2.get(name),
+                       "rail2_switch_port": self.switch_port(record, vms[name], rail2=True) if name in rail2 else True}
+                for name in sorted(vms, key=lambda n: vms[n]["index"])}
+        return health.assess(view, record.get("bridge", BRIDGE))
+
+    def heal(self, name, timeout):
+        """Put a VM whose fabric path is dead right, cheapest remedy first, checking after each.
+
+        1. its switch port (the tap in the namespace) plugged in and up again;
+        2. a NIC reset in the VM: the virtio NIC re-bound to its driver (device reset, fresh
+           virtqueues), rxe0 re-created on it, and its netdev configuration applied again;
+        3. a reboot from inside (systemctl reboot);
+        4. a power cycle: QEMU stopped and started again on the same disk.
+        Returns the remedy that worked; raises LabError when none did.
+        """
+        require_root()
+        record = self.load()
+        vm = (record or {}).get("vms", {}).get(name)
+        if not vm:
+            raise LabError("no VM %r in the lab (%s)" % (name, ", ".join(sorted((record or {}).get("vms", {}))) or "lab is down"))
+        t0 = time.monotonic()
+        verdict = self.fabric_health(record)["vms"][name]
+        if verdict["healthy"]:
+            log("%s: fabric healthy, nothing to heal" % name)
+            return None
+        log("%s: %s" % (name, "; ".join(verdict["problems"] + verdict["evidence"])))
+
+        def still_sick(remedy):
+            after = self.fabric_health(record)["vms"][name]
+            log("%s after %s (%.1f s): %s" % (name, remedy, time.monotonic() - t0,
+                                              "healthy" if after["healthy"] else "; ".join(after["problems"])))
+            return not after["healthy"]
+
+        port = self.switch_port(record, vm)
+        if port is None or not port["up"] or port["master"] != record.get("bridge", BRIDGE) or port["mtu"] != vm["port_mtu"]:
+            if port is None and self.alive(vm):
+                raise LabError("%s's switch port %s is gone while its QEMU runs: `lab.py down` and `up`" % (name, vm["tap"]))
+            self.plug_tap(vm)
+            if not still_sick("its switch port plugged in again"):
+                return "switch port"
+        port2 = self.switch_port(record, vm, rail2=True) if vm.get("rail2_tap") else None
+        if vm.get("rail2_tap") and port2 is not None and (not port2["up"] or port2["master"] != RAIL2_BRIDGE):
+            self.plug_tap(vm)
+            if not still_sick("its rail-2 switch port plugged in again"):
+                return "switch port"
+        if self.answers_ssh(vm):
+            out = self.ssh_output(vm, NIC_RESET % {"mac": vm["fabric_mac"]}, timeout=120)
+            log("%s: NIC reset: %s" % (name, out.replace("\n", "; ")))
+            if not still_sick("a NIC reset"):
+                return "NIC reset"
+            if self.answers_ssh(vm):
+                self.reboot(name, timeout)
+                record = self.load()
+                vm = record["vms"][name]
+                if not still_sick("a reboot"):
+                    return "reboot"
+        self.power_cycle(record, name, timeout)
+        if still_sick("a power cycle"):
+            raise LabError("%s's fabric is still dead after a power cycle: see `lab.py status` and `lab.py console %s`"
+                           % (name, name))
+        return "power cycle"
+
+    def answers_ssh(self, vm, tries=3):
+        """True when the VM answers SSH within a few tries (a loaded host can miss one 5 s connect)."""
+        for attempt in range(tries):
+            if self.probe(vm) is not None:
+                return True
+            if attempt + 1 < tries:
+                time.sleep(5)
+        return False
+
+    def power_cycle(self, record, name, timeout):
+        """Stop the VM's QEMU and start it again on the same disk (a cold boot), then wait for it."""
+        vm = record["vms"][name]
+        t0 = time.monotonic()
+        if self.alive(vm):
+            stop_pid(vm["pid"])
+        self.remove_taps(vm)
+        with self.lock():
+            self.launch(vm, record["image_dir"])
+            self.save(record)
+        self.wait_ready(record, [name], timeout, t0)
+        vm.pop("_ready", None)
+        with self.lock():
+            self.save(record)
+        log("%s power-cycled in %.1f s" % (name, time.monotonic() - t0))
 
     # inventory ---------------------------------------------------------------
     def inventory_dir(self):
@@ -1158,7 +1469,7 @@ def main(argv=None):
             lab.down(purge=args.purge)
             return 0
         if args.command == "status":
-            st = lab.status()
+            st = lab.status(fabric=not args.no_fabric)
             if args.json:
                 print(json.dumps(st, indent=2, sort_keys=True))
             elif st["state"] == "down":
@@ -1166,23 +1477,31 @@ def main(argv=None):
                 print("lab is down%s" % (" but these are left: %s (lab.py down)" % left if left else ""))
             else:
                 print("lab %s (state %s, image %s)" % (st["state"], st["state_dir"], st["image"]))
-                lab.print_table(lab.load())
+                lab.print_table(lab.load(), st)
             return {"up": 0, "degraded": 1, "down": 3}[st["state"]]
         record = lab.load()
+        if args.command == "slurm":
+            cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+            if not record or not cmd:
+                raise LabError("the lab is down (lab.py up)" if not record else "lab.py slurm CMD [ARG ...], e.g. lab.py slurm sinfo -N")
+            cluster = lab.slurm(record)
+            os.execvpe(cmd[0], cmd, cluster.env())
         if args.command == "summary":
             if not record or not record.get("vms"):
                 raise LabError("the lab is down (lab.py up)")
             for name, vm in sorted(record["vms"].items(), key=lambda kv: kv[1]["index"]):
                 print(summarize_probe(name, lab.ssh_output(vm, SUMMARY_PROBE)))
+                if vm.get("rail2_tap"):
+                    print(summarize_probe(name, lab.ssh_output(vm, SUMMARY_PROBE_RAIL2), "rxe1"))
             return 0
         if args.command == "inventory":
             if not record or not record.get("vms"):
                 if args.committed:
-                    print(render_inventory(plan_lab(DEFAULT_STATE_DIR, DEFAULT_VMS)["vms"]), end="")
+                    print(render_inventory(plan_lab(DEFAULT_STATE_DIR, DEFAULT_VMS, rails=DEFAULT_RAILS)["vms"]), end="")
                     return 0
                 raise LabError("the lab is down (lab.py up)")
             if args.committed:
-                print(render_inventory(plan_lab(DEFAULT_STATE_DIR, DEFAULT_VMS)["vms"]), end="")
+                print(render_inventory(plan_lab(DEFAULT_STATE_DIR, DEFAULT_VMS, rails=DEFAULT_RAILS)["vms"]), end="")
             elif args.stdout:
                 print(render_inventory(record["vms"], lab.state_dir), end="")
             else:
@@ -1203,6 +1522,10 @@ def main(argv=None):
         if args.command == "reboot":
             require_root()
             lab.reboot(args.vm, args.timeout)
+            return 0
+        if args.command == "heal":
+            remedy = lab.heal(args.vm, args.timeout)
+            log("%s: %s" % (args.vm, "healed by a %s" % remedy if remedy else "was healthy"))
             return 0
     except (LabError, imagebuild.BuildError) as exc:
         print("lab: error: %s" % exc, file=sys.stderr, flush=True)

@@ -78,7 +78,7 @@ def intent_tos(path):
 
 
 def lab_status():
-    return json.loads(subprocess.run(LAB + ["status", "--json"], check=True, capture_output=True, text=True).stdout)
+    return json.loads(subprocess.run(LAB + ["status", "--json", "--no-fabric"], check=True, capture_output=True, text=True).stdout)
 
 
 def ssh(vm, command, **kwargs):

@@ -24,7 +24,7 @@ __metaclass__ = type
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError, VerifyError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import ApplyError, Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import ApplyError, Plan, disruption_rank
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.redact import redact
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
 
@@ -86,6 +86,16 @@ class Engine:
         """Re-read after applying: a list of problems, empty when everything took."""
         return []
 
+    def held_back(self, plan):
+        """Whether ``plan`` goes beyond the ``max_disruption`` this run allows, so nothing of it is
+        applied (see :func:`execute`)."""
+        limit = self.params.get("max_disruption") if isinstance(self.params, dict) else None
+        return bool(limit) and disruption_rank(plan.disruption) > disruption_rank(limit)
+
+    def will_apply(self, plan):
+        """Whether :func:`execute` applies ``plan``: not in check mode, not empty, not held back."""
+        return not self.check_mode and plan.changed and not self.held_back(plan)
+
     def result(self):
         """The engine's own result keys."""
         return {}
@@ -102,6 +112,15 @@ def execute(engine, plan=None):
     engine.validate()
     engine.read()
     engine.plan(plan)
+    if engine.held_back(plan):
+        # All or nothing: a host whose changes go beyond what the caller allows now (a rollout that
+        # drains disruptive hosts first) is left exactly as it is, and told what is pending.
+        result = plan.result(ctx.check_mode, ctx.diff_mode)
+        result.update(changed=False, changes=[], held_back=True, pending=plan.descriptions())
+        result.update(engine.result())
+        if engine.commands_key and engine.commands_key not in result:
+            result[engine.commands_key] = list(ctx.runner.commands)
+        return result, plan
     if not ctx.check_mode and plan.changed:
         plan.apply()
         problems = engine.verify()
@@ -123,9 +142,11 @@ def failure(exc, engine, plan):
     ctx = engine.ctx if engine is not None else None
     fail = dict(exc.details)
     if isinstance(exc, ApplyError):
-        # A change that failed yet left the host changed (a switch whose rollback failed, or that
-        # applied but could not save) says so with left_changed.
-        fail["changed"] = bool(exc.applied) or bool(exc.details.get("left_changed"))
+        # A change that failed yet left the host changed (a switch whose rollback failed, that
+        # applied part of a revision, or that applied but could not save) says so with
+        # left_changed or its own changed: a failed change never hides what it left behind.
+        fail["changed"] = (bool(exc.applied) or bool(exc.details.get("left_changed"))
+                           or exc.details.get("changed") is True)
     elif isinstance(exc, VerifyError):
         fail["changed"] = bool(plan is not None and plan.applied)
         fail.setdefault("applied", [c.description for c in plan.applied] if plan is not None else [])

@@ -67,22 +67,26 @@ class BootUnit:
                   description="%s %s" % ("write" if text else "remove", self.path))
         before = self.link_target()
         link_after = self.path if text else None
-        plan.add("boot_unit_enabled", before, link_after, lambda: self._link(link_after),
-                 "%s %s" % ("enable" if text else "disable", self.name), undo=lambda: self._link(before))
-
-    def _link(self, target):
-        real = self.host.path(self.wants_path)
-        if os.path.lexists(real):
-            os.unlink(real)
-        if target is not None:
-            if not os.path.isdir(os.path.dirname(real)):
-                os.makedirs(os.path.dirname(real), 0o755)
-            os.symlink(target, real)
+        plan.add("boot_unit_enabled", before, link_after, lambda: set_link(self.host, self.wants_path, link_after),
+                 "%s %s" % ("enable" if text else "disable", self.name),
+                 undo=lambda: set_link(self.host, self.wants_path, before))
 
     def daemon_reload(self):
         """Tell systemd about the new file; return (and keep) what happened, in words."""
         self.daemon_reload_result = daemon_reload(self.host, self.runner)
         return self.daemon_reload_result
+
+
+def set_link(host, path, target):
+    """Point the symlink ``path`` (under the host root) at ``target``, or remove it (None): how
+    systemd units are enabled (a link in a ``.wants`` directory), without systemctl."""
+    real = host.path(path)
+    if os.path.lexists(real):
+        os.unlink(real)
+    if target is not None:
+        if not os.path.isdir(os.path.dirname(real)):
+            os.makedirs(os.path.dirname(real), 0o755)
+        os.symlink(target, real)
 
 
 def daemon_reload(host, runner):

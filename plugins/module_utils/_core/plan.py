@@ -20,6 +20,14 @@ When applying stops part-way, every applied change that has an undo is undone (n
 and :class:`ApplyError` says what is still applied, what was rolled back and what was never
 reached; the engine then reports ``failed`` with ``changed`` true exactly when something is
 still applied.
+
+Every change and step also says how disruptive it is to a workload running on the host
+(:data:`DISRUPTION_CLASSES`, least first): ``online`` (a sysctl, a file, loading a module, the
+ToS of new connections), ``link_reset`` (PFC, trust, buffers, ETS, the MTU of a link, ring sizes:
+every RDMA connection over the port breaks), ``driver_restart`` (unloading or reloading a module,
+restarting the driver stack), ``reboot`` (firmware next-boot values, kernel arguments).  The plan
+reports the highest class of what it would change (``none`` when nothing), in check mode too, so
+a rollout can drain a host before a disruptive change and change the others in place.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +36,28 @@ __metaclass__ = type
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
+
+
+#: How disruptive a change is to a running workload, least first.
+DISRUPTION_CLASSES = ("none", "online", "link_reset", "driver_restart", "reboot")
+NONE, ONLINE, LINK_RESET, DRIVER_RESTART, REBOOT = DISRUPTION_CLASSES
+
+
+def disruption_rank(name):
+    """The position of class ``name`` in :data:`DISRUPTION_CLASSES` (ValueError for another name)."""
+    return DISRUPTION_CLASSES.index(name)
+
+
+def highest_disruption(names):
+    """The most disruptive of ``names`` (``none`` for none)."""
+    return max(names, key=disruption_rank) if names else NONE
+
+
+def _checked_class(name):
+    if name not in DISRUPTION_CLASSES[1:]:
+        # A programming error of an engine, not a user input: fail loudly in the tests.
+        raise ValueError("unknown disruption class %r" % (name,))
+    return name
 
 
 class ApplyError(RdmaopsError):
@@ -49,10 +79,11 @@ class ApplyError(RdmaopsError):
 class Change:
     """One ordered step: what differs, how to describe it, how to make it so and how to undo it."""
 
-    __slots__ = ("key", "before", "after", "action", "description", "header", "undo")
+    __slots__ = ("key", "before", "after", "action", "description", "header", "undo", "disruption")
 
-    def __init__(self, key, before, after, action, description, header=None, undo=None):
+    def __init__(self, key, before, after, action, description, header=None, undo=None, disruption=ONLINE):
         self.key = key
+        self.disruption = _checked_class(disruption)
         self.before = before
         self.after = after
         self.action = action
@@ -65,9 +96,10 @@ class Change:
 class Step:
     """Something to run once the changes are made (activation, cache refresh)."""
 
-    __slots__ = ("description", "action", "validates")
+    __slots__ = ("description", "action", "validates", "disruption")
 
-    def __init__(self, description, action, validates):
+    def __init__(self, description, action, validates, disruption=ONLINE):
+        self.disruption = _checked_class(disruption)
         self.description = description
         self.action = action
         self.validates = validates
@@ -85,14 +117,18 @@ class Plan:
         # rejects under runtime_errors=warn, a knob the driver does not have): nothing changed.
         self._refused = set()
 
-    def add(self, key, before, after, action, description, header=None, undo=None):
-        """Add a change when ``before`` differs from ``after``; return whether it was added."""
+    def add(self, key, before, after, action, description, header=None, undo=None, disruption=ONLINE):
+        """Add a change when ``before`` differs from ``after``; return whether it was added.
+
+        ``disruption`` is the change's class (:data:`DISRUPTION_CLASSES`): what a workload on the
+        host suffers when it is applied."""
         if before == after:
             return False
-        self._changes.append(Change(key, before, after, action, description, header, undo))
+        self._changes.append(Change(key, before, after, action, description, header, undo, disruption))
         return True
 
-    def file(self, host, path, text, mode=0o644, description=None, key=None, adopt=False, option=None, render=None):
+    def file(self, host, path, text, mode=0o644, description=None, key=None, adopt=False, option=None, render=None,
+             disruption=ONLINE):
         """Plan ``path`` to hold ``text`` (None: to be absent).  Refuses files we do not own;
         the change undoes itself by putting the old bytes back.
 
@@ -124,12 +160,12 @@ class Plan:
 
         verb = "remove" if text is None else ("write" if current is None else "update")
         return self.add(change_key, current, text, action, description or "%s %s" % (verb, path),
-                        header=path, undo=undo)
+                        header=path, undo=undo, disruption=disruption)
 
-    def then(self, description, action, validates=False):
+    def then(self, description, action, validates=False, disruption=ONLINE):
         """Run ``action`` after the changes, only when there are any.  A failing step that
         ``validates`` the changes (``netplan generate``) rolls them back."""
-        self._steps.append(Step(description, action, validates))
+        self._steps.append(Step(description, action, validates, disruption))
 
     def refuse(self, key):
         """Called by a change's action: the host refused change ``key``, so it changed nothing.
@@ -156,6 +192,29 @@ class Plan:
 
     def steps(self):
         return [step.description for step in self._steps] if self._changes else []
+
+    def disruptive(self):
+        """The changes and steps above ``online``, most disruptive first: ``[(class, description)]``."""
+        found = [(change.disruption, change.description) for change in self._effective()]
+        if self._changes:
+            found.extend((step.disruption, step.description) for step in self._steps)
+        found = [item for item in found if disruption_rank(item[0]) > disruption_rank(ONLINE)]
+        return sorted(found, key=lambda item: -disruption_rank(item[0]))
+
+    @property
+    def disruption(self):
+        """The highest class of what the plan changes (``none`` when it changes nothing)."""
+        if not self.changed:
+            return NONE
+        classes = [change.disruption for change in self._effective()]
+        classes.extend(step.disruption for step in self._steps)
+        return highest_disruption(classes)
+
+    def disruption_of(self, first=0, end=None):
+        """The highest class of the changes one part of an aggregate engine added (their indexes,
+        as ``len(plan)`` gave them); the shared steps are the aggregate's, not the part's."""
+        return highest_disruption([change.disruption for change in self._changes[first:end]
+                                   if change.key not in self._refused])
 
     def diff(self):
         """Ansible diff: one entry for structured values, one per text file."""
@@ -225,7 +284,8 @@ class Plan:
 
     def result(self, check_mode, diff_mode):
         """The common part of a state-changing module's result."""
-        result = dict(changed=self.changed, changes=self.descriptions())
+        result = dict(changed=self.changed, changes=self.descriptions(), disruption=self.disruption,
+                      disruptive_changes=["%s: %s" % item for item in self.disruptive()])
         if diff_mode:
             result["diff"] = self.diff()
         return result

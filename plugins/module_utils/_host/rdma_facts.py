@@ -23,7 +23,12 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (
     NVIDIA_VENDOR,
     PCI_DEVICES,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute import parse_ip_addr_json
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute import (
+    RAIL_TABLES,
+    parse_ip_addr_json,
+    parse_rt_tables,
+    parse_rules,
+)
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.ofed_info import parse_ofed_info
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.pci import is_pci_address, pci_chain, pci_relation
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import (
@@ -226,7 +231,32 @@ class RdmaFacts:
                 if not name or name in netdevs:
                     continue
                 netdevs[name] = self._netdev(name, ibdev, port_name, port, addresses, source)
+        self._rails(netdevs, addresses)
         return netdevs
+
+    def _rails(self, netdevs, addresses):
+        """On a multi-rail host (nic_layer's rails wrote the table names), each rail netdev's
+        ``rails``: its rail, table, addresses and the rules that send its addresses there.  Two
+        more commands (``ip rule``, per family) only on such a host."""
+        tables = parse_rt_tables(self.host.read(RAIL_TABLES))
+        if not tables or self.runner is None:
+            return
+        rules = []
+        for family in ("-4", "-6"):
+            result = self.runner.run_optional(["ip", "-N", "-j", family, "rule", "show"])
+            if result:
+                rules.extend(parse_rules(result.stdout))
+        for name, netdev in netdevs.items():
+            mine = [(number, table_name, rail) for number, (table_name, rail) in sorted(tables.items())
+                    if table_name == "rdmaops_" + name or table_name.startswith("rdmaops_%s_" % name)]
+            if not mine:
+                continue
+            netdev["ipv6"] = [address for address in addresses.get(name, {}).get("ipv6", []) if not address.startswith("fe80:")]
+            netdev["rails"] = [
+                dict(rail=rail, table=number, table_name=table_name,
+                     rules=["%s from %s lookup %s" % (rule["priority"], rule["src"], number) for rule in rules if rule["table"] == number])
+                for number, table_name, rail in mine
+            ]
 
     def _netdev(self, name, ibdev, port_name, port, addresses, source):
         base = "%s/%s" % (NET_CLASS, name)

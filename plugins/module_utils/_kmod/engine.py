@@ -38,6 +38,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import E
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import read_text
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import MODPROBE_DIR, MODULES_LOAD_DIR
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import DRIVER_RESTART
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import absolute_path, file_name, full_match
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import MODULES, kernel_release
 
@@ -413,11 +414,11 @@ class KernelModules(Engine):
                 # Two steps, so a failed load after the removal says the module is now unloaded.
                 plan.add("module " + name, "loaded with other options", "unloaded to reload it",
                          lambda name=name: self._unload_for_reload(name),
-                         "unload %s to reload it with its options" % name)
+                         "unload %s to reload it with its options" % name, disruption=DRIVER_RESTART)
                 plan.add("module " + name + " options", "unloaded",
                          "reloaded with %s" % self.options[normalize(name)],
                          lambda name=name: self._reload(name),
-                         "reload %s to apply its options" % name)
+                         "reload %s to apply its options" % name, disruption=DRIVER_RESTART)
         if not self.reload:
             for mismatch in self.option_mismatches:
                 self._warn(
@@ -432,7 +433,8 @@ class KernelModules(Engine):
         for name in reversed(self.names):
             state = self.before[name]
             if state == "loaded":
-                plan.add("module " + name, "loaded", "absent", lambda name=name: self._unload(name), "unload %s" % name)
+                plan.add("module " + name, "loaded", "absent", lambda name=name: self._unload(name), "unload %s" % name,
+                         disruption=DRIVER_RESTART)
             elif state == "builtin":
                 self._warn("%s is built into the kernel and cannot be unloaded" % name)
 

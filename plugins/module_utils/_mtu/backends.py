@@ -28,6 +28,7 @@ import glob
 import os
 import re
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET, ONLINE
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import MARKER_BEGIN, MARKER_END, merge_block, read_text
@@ -116,14 +117,15 @@ class Context:
         return [self.host.to_host(path) for path in real]
 
 
-def command(argv, required=True, validates=False):
+def command(argv, required=True, validates=False, disruption=ONLINE):
     """A command that activates persisted configuration.
 
     ``required``: a failure fails the module (else it is a warning, the live MTU being set
     already).  ``validates``: the command checks the files just written (``netplan generate``),
-    so a failure restores them.
+    so a failure restores them.  ``disruption``: its class (a reload of the configuration is
+    ``online``; a command that sets a live link's MTU resets the link).
     """
-    return dict(argv=list(argv), required=required, validates=validates)
+    return dict(argv=list(argv), required=required, validates=validates, disruption=disruption)
 
 
 def _file_change(ctx, path, before, after, mode, description, whole=False):
@@ -456,7 +458,8 @@ class NetworkManager(Backend):
         if cfg.details["active"]:
             # Best effort: the live MTU is already set with ip; this keeps NetworkManager's
             # applied configuration in step so a later re-commit does not restore the old value.
-            return [command(["nmcli", "device", "modify", cfg.interface, "802-3-ethernet.mtu", str(mtu)], required=False)]
+            return [command(["nmcli", "device", "modify", cfg.interface, "802-3-ethernet.mtu", str(mtu)], required=False,
+                            disruption=LINK_RESET)]
         return []
 
     def effective(self, cfg):

@@ -35,6 +35,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (
     RefusedError,
     VerifyError,
 )
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import not_option_like
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import ManagementPath
@@ -214,6 +215,8 @@ class LinkMtu(Engine):
                 self._setter(dev, wanted),
                 "runtime: ip link set dev %s mtu %d (was %s)%s" % (dev, wanted, current, "" if dev == name else ", below " + name),
                 undo=self._setter(dev, current) if current is not None else None,
+                # A new MTU re-creates the port's queues: every RDMA connection over it breaks.
+                disruption=LINK_RESET,
             )
         for cfg in self.configs:
             try:
@@ -240,7 +243,8 @@ class LinkMtu(Engine):
             for cmd in engine.activations:
                 if cmd not in seen:
                     seen.append(cmd)
-                    plan.then(" ".join(cmd["argv"]), engine._activation(cmd), validates=cmd["validates"])
+                    plan.then(" ".join(cmd["argv"]), engine._activation(cmd), validates=cmd["validates"],
+                              disruption=cmd["disruption"])
 
     def _setter(self, dev, mtu):
         def action():

@@ -1,3 +1,0 @@
-# -*- coding: utf-8 -*-
-# Copyright: rdmaops.roce contributors
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)

@@ -27,6 +27,7 @@ import tempfile
 from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import DRIVER_RESTART
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import absolute_path, require
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import kernel_release
@@ -201,8 +202,10 @@ class InstallEngine(Engine):
         before, version = self.out["installed_before"], params["version"]
         after = version if before != version else "%s (reinstalled: force)" % version
         verb = "reinstall" if version_matches(before, version) else "install"
+        # The installer replaces the running driver's modules: they take effect when the stack
+        # restarts (openibd), which the ofed role does, or at a reboot.
         plan.add("mlnx_ofed", before, after, self.install,
-                 "%s MLNX_OFED %s from %s" % (verb, version, params["tarball"]))
+                 "%s MLNX_OFED %s from %s" % (verb, version, params["tarball"]), disruption=DRIVER_RESTART)
         self.out["cmd"] = ["<work_dir>/MLNX_OFED_LINUX-*/%s" % INSTALLER] + list(params["flags"])
 
     def install(self):

@@ -16,6 +16,7 @@ __metaclass__ = type
 import ipaddress
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import DRIVER_RESTART, ONLINE, REBOOT, highest_disruption
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import ManagementPath, plain_ip
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_ifname
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
@@ -226,6 +227,27 @@ def decide_activation(required, reason, reboot_policy, allow_restart, management
         reason, why)
 
 
+def predict_disruption(needed, target, activation, reboot_policy, can_restart, blockers_consented):
+    """How disruptive the ofed layer's run would be to a workload (``_core.plan`` classes).
+
+    Installing the inbox userspace packages is ``online``.  Installing, upgrading, switching or
+    removing an OFED stack is only done when the new driver gets loaded: by an openibd restart
+    (``driver_restart``) where one is possible and allowed, else by the reboot the policy allows.
+    ``activation`` is today's decision (the loaded driver against the installed one), which is
+    what a run with nothing to install does.
+    """
+    classes = {"restart": DRIVER_RESTART, "reboot": REBOOT, "pending": DRIVER_RESTART}
+    found = [classes[activation]] if activation in classes else []
+    if needed != "none":
+        if target not in OFED_FLAVORS and needed == "install":
+            found.append(ONLINE)
+        elif reboot_policy == "always" or not (can_restart and blockers_consented):
+            found.append(REBOOT if reboot_policy in ("always", "when_required") else DRIVER_RESTART)
+        else:
+            found.append(DRIVER_RESTART)
+    return highest_disruption(found)
+
+
 # -- the whole status in one pass --------------------------------------------------------------
 def named(keys, values):
     """``(value, reason)`` tuples of the decisions above as result keys: ``named(("a", "a_reason"), f())``."""
@@ -303,6 +325,9 @@ def gather_status(host, runner, params, stack):
     result.update(named(("activation", "activation_reason"), decide_activation(
         result["restart_required"], result["restart_reason"], params["reboot"], params["allow_driver_restart"],
         management, risks, params.get("stack_changed", False), can_restart)))
+    unblocked = params["allow_driver_restart"] or not (management.get("on_ofed_driver") or risks)
+    result["disruption"] = predict_disruption(result["needed"], target, result["activation"], params["reboot"],
+                                              can_restart, unblocked)
 
     problems, warnings, kernels_to_build = [], [], []
     inbox_missing = [name for name in wants["inbox_packages"] if name not in packages]

@@ -37,6 +37,9 @@ def parse_numbered_state(text):
         return text.strip(), None
 
 
+ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
+
+
 def decode_gid(text):
     """Decode a sysfs GID (``%pI6`` full form).
 
@@ -47,6 +50,9 @@ def decode_gid(text):
     if not text:
         return None, None
     text = text.strip()
+    if text == ZERO_GID:
+        # most of a GID table (rxe: 1024 slots, mlx5: 255 per port) is empty: no address parsing for those
+        return None, None
     try:
         address = ipaddress.IPv6Address(text)
     except ValueError:

@@ -24,6 +24,7 @@ import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, ToolNotFound
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import REBOOT
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import full_match
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import MELLANOX_VENDOR, PCI_DEVICES
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.mlxconfig import parse_query, same_value, values_equal
@@ -259,8 +260,9 @@ class MlxconfigEngine(Engine):
 
         description = "%s set on %s for the next boot: %s" % (self.tool, self.device, ", ".join(
             "%s %s -> %s" % (key, before[key], after[key]) for key in self.to_set))
+        # Next-boot values: they take effect when the firmware restarts (a reboot or mlxfwreset).
         plan.add("mlxconfig %s" % self.device, before, after, action, description,
-                 undo=undo if len(old) == len(self.to_set) else None)
+                 undo=undo if len(old) == len(self.to_set) else None, disruption=REBOOT)
 
     # -- verify -------------------------------------------------------------------------------
     def verify(self):

@@ -13,6 +13,11 @@ layer: a QoS part that fails puts the MTU back too), and plans the boot-time re-
 ``reapply_commands`` (one source of truth: what is applied now is what boot and a driver reload
 apply again). The MTU comes first: the RoCE MTU a port negotiates follows its netdev's.
 
+With ``rails`` (multi-rail hosts), each RDMA netdev also gets its rail's address, its routing
+table and rule and its ARP/reverse-path sysctls (:mod:`_mtu.rails`), through the same
+configuration ``Context`` as the MTU: a file that holds both is written once, each activation
+command runs once.
+
 A part the driver cannot do (no DCB ops on a virtio or rxe netdev, no OFED ECN tree) is, with
 ``unsupported: warn``, reported once per host and part, naming the netdevs and what to do, and
 left out of the re-apply; with ``fail`` it fails before anything is changed.
@@ -25,13 +30,28 @@ __metaclass__ = type
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends as mtu_backends
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.rails import RailLinks
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos import boot, ecn, nic_qos, tos
 
 PARTS = ("qos", "ecn", "tos")
 # link_mtu's options, passed through to each link's engine
 LINK_MTU_KEYS = ("mtu", "persist", "backend", "raise_lower", "allow_management_change", "management_interfaces")
+
+
+def ports_from_intent(rdma, intent, interfaces=None):
+    """``ports`` for :class:`NicLayer`: every RoCE port of the facts ``rdma`` (only netdevs in
+    ``interfaces`` when given) with the QoS the resolved fabric ``intent`` asks of it. The
+    roce_nic_ports filter (the nic and validate roles) and the monitor's collector both use it."""
+    qos = dict(trust=intent["trust"], pfc=list(intent["pfc_priorities"]),
+               dscp2prio=dict((int(dscp), prio) for dscp, prio in intent["dscp_to_priority"].items()))
+    ecn = dict(priorities=list(intent["ecn_priorities"]), exclusive=True,
+               cnp_dscp=intent["cnp_dscp"], cnp_802p_prio=intent["cnp_priority"])
+    tos = dict(tos=intent["roce_tos"], roce_mode="v2" if intent["roce_mode"] == "RoCE v2" else "v1")
+    return [dict(interface=netdev, device=device, port=int(port_name), qos=dict(qos), ecn=dict(ecn), tos=dict(tos))
+            for device, port_name, _port, netdev in roce_ports(rdma, interfaces)]
 
 
 class _PartContext:
@@ -65,16 +85,23 @@ class NicLayer(Engine):
         self.skipped = {}  # part -> {interface: why}
         self.boot_paths = []
         self.mtu_engines = []
+        self.config_ctx = None
+        self.rails = None
 
     def validate(self):
         ports = self.params.get("ports") or []
         link_mtu = self.params.get("link_mtu") or {}
         if not isinstance(ports, list):
             raise InputError("ports must be a list of RDMA ports ({interface, device, port, qos, ecn, tos})", option="ports")
-        if not ports and not link_mtu.get("interfaces"):
-            raise InputError("nothing to do: give ports (RDMA ports and their QoS) or link_mtu.interfaces (links and their MTU)",
-                             option="ports")
+        rails = self.params.get("rails") or {}
+        if not ports and not link_mtu.get("interfaces") and not rails.get("links"):
+            raise InputError("nothing to do: give ports (RDMA ports and their QoS), link_mtu.interfaces (links and their MTU) "
+                             "or rails.links (the rail addresses of the RDMA netdevs)", option="ports")
+        self.config_ctx = mtu_backends.Context(self.host, self.runner, Links(self.host))
         self._validate_mtu(link_mtu)
+        if rails.get("links"):
+            self.rails = RailLinks(self.ctx, rails, self.config_ctx)
+            self.rails.validate()
         if self.unsupported_policy not in ("warn", "fail"):
             raise InputError("unsupported must be warn or fail, got %r" % (self.unsupported_policy,), option="unsupported")
         for index, entry in enumerate(ports):
@@ -100,7 +127,7 @@ class NicLayer(Engine):
             raise InputError("link_mtu.mtu is required with link_mtu.interfaces (9000 for jumbo RoCE)", option="link_mtu.mtu")
         if len(set(names)) != len(names):
             raise InputError("link_mtu.interfaces names a link twice: %s" % ", ".join(names), option="link_mtu.interfaces")
-        shared = mtu_backends.Context(self.host, self.runner, Links(self.host))
+        shared = self.config_ctx
         for name in names:
             params = dict((key, link_mtu[key]) for key in LINK_MTU_KEYS if link_mtu.get(key) is not None)
             params.update(interface=name, adopt=bool(self.params.get("adopt")))
@@ -114,6 +141,8 @@ class NicLayer(Engine):
     def read(self):
         for engine in self.mtu_engines:
             engine.read()
+        if self.rails is not None:
+            self.rails.read()
         kept = []
         for entry, part, engine in self.engines:
             try:
@@ -134,7 +163,20 @@ class NicLayer(Engine):
     def plan(self, plan):
         for engine in self.mtu_engines:
             engine.plan(plan, files=False)
-        LinkMtu.plan_shared(plan, self.mtu_engines, adopt=bool(self.params.get("adopt")))
+        if self.rails is not None:
+            self.rails.plan(plan)
+        if self.rails is None:
+            LinkMtu.plan_shared(plan, self.mtu_engines, adopt=bool(self.params.get("adopt")))
+        else:
+            # the files the MTU and the rails staged, each written once, then each activation once
+            self.config_ctx.plan_files(plan, adopt=bool(self.params.get("adopt")))
+            seen = []
+            for engine in self.mtu_engines:
+                for cmd in engine.activations:
+                    if cmd not in seen:
+                        seen.append(cmd)
+                        plan.then(" ".join(cmd["argv"]), engine._activation(cmd), validates=cmd["validates"])
+            self.rails.plan_activations(plan, seen)
         for _entry, _part, engine in self.engines:
             engine.plan(plan)
         self._say_once("ECN")
@@ -159,6 +201,8 @@ class NicLayer(Engine):
         problems = []
         for engine in self.mtu_engines:
             problems.extend(engine.verify())
+        if self.rails is not None:
+            problems.extend(self.rails.verify())
         for _entry, _part, engine in self.engines:
             problems.extend(engine.verify())
         self._say_once("ECN")
@@ -186,7 +230,8 @@ class NicLayer(Engine):
                 by_port[key] = dict(interface=key[0], device=key[1], port=key[2])
                 ports.append(by_port[key])
             by_port[key][part] = engine.result()
-        return dict(ports=ports, unsupported=self.skipped, boot_reapply=self.boot_paths, link_mtu=self._mtu_result())
+        return dict(ports=ports, unsupported=self.skipped, boot_reapply=self.boot_paths, link_mtu=self._mtu_result(),
+                    rails=self.rails.result() if self.rails is not None else dict(links=[], before={}, after={}))
 
     def _mtu_result(self):
         """Each link as link_mtu reports it, less the commands, which the links share and are

@@ -39,6 +39,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (
     RefusedError,
     ToolNotFound,
 )
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import not_option_like
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_ifname
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import NET_CLASS, int_or_none
@@ -48,6 +49,12 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.mlnx_qos imp
 BACKENDS = ("auto", "mlnx_qos", "dcb")
 # The order parts are written in: the TC layout first, then classification, then PFC and buffers.
 ORDER = ("prio_tc", "ets", "trust", "dscp2prio", "pfc", "cable_len", "buffer_size", "prio2buffer")
+# What each part does to the RDMA connections over the port when it changes: PFC toggles the
+# physical link, trust re-opens the channels, the TC layout, ETS and the receive buffers are
+# re-programmed with the queues.  The DSCP map and the cable length only steer or size what
+# comes next, but a job's traffic moving to another priority mid-flight is not "online" for a
+# lossless fabric either: they are classed with the link reset too, on the safe side.
+PART_DISRUPTION = dict((part, LINK_RESET) for part in ORDER)
 ETS_TSA = ("strict", "ets", "vendor")
 MAX_CABLE_LEN = 999  # mlx5 keeps 0 < len < MLX5E_MAX_CABLE_LENGTH (1000)
 # mlnx_qos --trust dscp (and the mlx5 firmware default): DSCP d -> priority d >> 3.
@@ -509,7 +516,8 @@ class NicQos(Engine):
             for undo_argv in undos:
                 self._run(undo_argv)
 
-        plan.add("%s %s" % (self.interface, part), before, after, action, description, undo=undo if undos else None)
+        plan.add("%s %s" % (self.interface, part), before, after, action, description, undo=undo if undos else None,
+                 disruption=PART_DISRUPTION[part])
 
     def _run(self, argv):
         self.ran.append(" ".join(argv))

@@ -17,6 +17,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError, kind, whole
 
 KIB = 1024
 # Byte units as EOS and NX-OS spell them.  A kbyte is 1024 bytes, as NVIDIA's own tools count
@@ -29,14 +30,20 @@ _NUMBERS = re.compile(r"\d+(?:-\d+)?(?:[ ,]+\d+(?:-\d+)?)*")
 class Node(object):
     """One running-config line and the lines indented under it."""
 
-    __slots__ = ("line", "children")
+    __slots__ = ("line", "children", "number")
 
-    def __init__(self, line):
+    def __init__(self, line, number=0):
         self.line = line
         self.children = []
+        self.number = number  # the line's number in the text, for messages
 
     def __repr__(self):
         return "Node(%r, %d children)" % (self.line, len(self.children))
+
+
+# How structured data starts (a JSON or YAML mapping or list, a YAML document, Ansible's text of a
+# mapping): never how a switch's running-config does.
+_STRUCTURED = re.compile(r"[{\[]|---|-( |$)|[A-Za-z_][\w-]*:( |$).*")
 
 
 def config_tree(text, comments=("!",)):
@@ -44,15 +51,21 @@ def config_tree(text, comments=("!",)):
 
     Blank lines, comment lines (starting with one of ``comments`` after the indentation) and
     ``end`` are skipped; tabs count as one column each, which is how the NOSes never indent.
+    Text whose first line is structured data (YAML or JSON: a mapping given where the switch's
+    text belongs) is refused with ReadError rather than read as "nothing configured".
     """
     roots = []
     stack = []  # (indent, node)
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), 1):
         stripped = raw.strip()
         if not stripped or stripped == "end" or stripped.startswith(tuple(comments)):
             continue
+        if not roots and _STRUCTURED.match(stripped):
+            raise ReadError("line %d %s" % (number, kind(stripped)[len("text "):]),
+                            "is structured data (YAML or JSON), not running-config text: give the switch's "
+                            "show running-config output as text")
         indent = len(raw) - len(raw.lstrip())
-        node = Node(stripped)
+        node = Node(stripped, number)
         while stack and stack[-1][0] >= indent:
             stack.pop()
         (stack[-1][1].children if stack else roots).append(node)
@@ -68,14 +81,30 @@ def matches(nodes, pattern):
             yield found, node
 
 
-def number_list(text):
-    """``"24-26 28,30"`` -> ``[24, 25, 26, 28, 30]`` (space or comma separated, ranges inclusive)."""
+def at(node):
+    """Where ``node`` is, for a message: its line number and (the start of) the line itself."""
+    return "line %d %s" % (node.number, kind(node.line)[len("text "):])
+
+
+def number_list(text, low=0, high=None, what="value", where=""):
+    """``"24-26 28,30"`` -> ``[24, 25, 26, 28, 30]`` (space or comma separated, ranges inclusive).
+
+    With ``high``, every number must be from ``low`` to ``high`` (ReadError naming ``what`` and
+    ``where`` otherwise), checked before a range is expanded: ``0-99999999999`` is refused, not listed.
+    """
     if not _NUMBERS.fullmatch(text.strip()):
         return []
     values = []
     for part in re.split(r"[ ,]+", text.strip()):
-        low, dummy, high = part.partition("-")
-        values.extend(range(int(low), int(high or low) + 1))
+        first, dummy, last = part.partition("-")
+        if high is not None:
+            first_value = whole(first, low, high, what, where)
+            last_value = whole(last or first, low, high, what, where)
+            if last_value < first_value:
+                raise ReadError(where, "the %s range %s runs backwards" % (what, part))
+        else:
+            first_value, last_value = int(first), int(last or first)
+        values.extend(range(first_value, last_value + 1))
     return values
 
 
@@ -84,11 +113,19 @@ def natural_key(name):
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", name)]
 
 
-def to_bytes(value, unit):
+# The largest ECN threshold a configuration may state, in bytes (the intent's own limit: 1 GiB).
+MAX_THRESHOLD_BYTES = 1 << 30
+
+
+def to_bytes(value, unit, where=""):
     """``value`` in ``unit`` (bytes, kbytes, mbytes) as bytes; None for units not made of bytes
-    (segments, cells, packets, time: their byte size is the platform's)."""
+    (segments, cells, packets, time: their byte size is the platform's).  A threshold above 1 GiB
+    is refused (ReadError at ``where``): no switch buffer holds it."""
     factor = UNIT_BYTES.get(unit.lower())
-    return None if factor is None else int(value) * factor
+    if factor is None:
+        return None
+    number = whole(value, 0, MAX_THRESHOLD_BYTES // factor, "an ECN threshold in %s" % unit.lower(), where)
+    return number * factor
 
 
 def exact_multiple(profile, key, unit_bytes, unit_name, nos_name):

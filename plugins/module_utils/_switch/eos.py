@@ -22,6 +22,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.cli_text import (
+    at,
     check_classes,
     config_tree,
     fabric_from_facts,
@@ -31,11 +32,23 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._switch.cli_text impo
     threshold_unit,
     to_bytes,
 )
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError, whole
 
 NAME = "Arista EOS"
 VERSIONS = ("4.32", "4.33", "4.34")
 MAX_MTU = 9214
 PROFILE_NAME = "RDMAOPS_ROCE"
+# Ports as EOS's running-config prints them: Ethernet<port>, Ethernet<module>/<port> and
+# Ethernet<module>/<port>/<lane> (a split port), Port-Channel<n>.
+PORT_NAMES = PortNames(
+    NAME,
+    r"Ethernet[1-9][0-9]{0,2}(/[1-9][0-9]{0,2}){0,2}|Port-Channel[1-9][0-9]{0,3}",
+    "Ethernet1, Ethernet1/1, Ethernet1/1/1 (a split port) or Port-Channel1, spelled as show running-config prints them",
+)
+_PORT_CHANNEL = re.compile(r"Port-Channel\d+")
+# The MTUs EOS takes on a port.
+MTU_RANGE = (68, 65535)
 
 _QOS_MAP = re.compile(r"qos map dscp ([\d ,-]+) to traffic-class (\d)")
 _QOS_PROFILE = re.compile(r"qos profile (\S+)")
@@ -94,7 +107,9 @@ def structured_config(profile, interfaces):
             tx_queues=_queues(profile),
         )],
         ethernet_interfaces=[dict(name=name, mtu=profile["switch_mtu"], service_profile=PROFILE_NAME)
-                             for name in sorted(interfaces, key=natural_key)],
+                             for name in sorted(interfaces, key=natural_key) if not _PORT_CHANNEL.fullmatch(name)],
+        port_channel_interfaces=[dict(name=name, mtu=profile["switch_mtu"], service_profile=PROFILE_NAME)
+                                 for name in sorted(interfaces, key=natural_key) if _PORT_CHANNEL.fullmatch(name)],
     )
 
 
@@ -118,7 +133,8 @@ def render(profile, interfaces, version):
             threshold = queue["random_detect"]["ecn"]["threshold"]
             lines.append("      random-detect ecn minimum-threshold %(min)d %(units)s maximum-threshold %(max)d %(units)s "
                          "max-mark-probability %(max_probability)d" % threshold)
-    for interface in config["ethernet_interfaces"]:
+    # AVD writes the port channels before the Ethernet ports
+    for interface in config["port_channel_interfaces"] + config["ethernet_interfaces"]:
         lines += ["!", "interface %s" % interface["name"], "   mtu %d" % interface["mtu"],
                   "   service-profile %s" % interface["service_profile"]]
     lines.append("!")
@@ -148,7 +164,7 @@ class _Block(object):
         self.trust = {"dscp": "dscp", "cos": "pcp"}.get(found.group(1))
 
     def _priority(self, found, node):
-        self.pfc[int(found.group(1))] = found.group(2) == "no-drop"
+        self.pfc[whole(found.group(1), 0, 7, "priority", at(node))] = found.group(2) == "no-drop"
 
     def _pfc_on(self, found, node):
         self.pfc_on = not found.group(1)
@@ -157,22 +173,23 @@ class _Block(object):
         self.watchdog = not found.group(1)
 
     def _queue(self, found, node):
-        tc = int(found.group(1))
+        tc = whole(found.group(1), 0, 7, "tx-queue", at(node))
         for child in node.children:
             strict = _STRICT.fullmatch(child.line)
             if strict:
                 (self.strict.discard if strict.group(1) else self.strict.add)(tc)
             share = _BANDWIDTH.fullmatch(child.line)
             if share:
-                self.shares[tc] = int(share.group(1))
+                self.shares[tc] = whole(share.group(1), 0, 100, "bandwidth percent", at(child))
             ecn = _ECN.fullmatch(child.line)
             if ecn:
-                low, high = to_bytes(ecn.group(1), ecn.group(2)), to_bytes(ecn.group(3), ecn.group(4))
+                where = at(child)
+                low, high = to_bytes(ecn.group(1), ecn.group(2), where), to_bytes(ecn.group(3), ecn.group(4), where)
                 marks = {}
                 if low is not None and high is not None:
                     marks.update(min_threshold_bytes=low, max_threshold_bytes=high)
                 if ecn.group(5):
-                    marks["probability_percent"] = int(ecn.group(5))
+                    marks["probability_percent"] = whole(ecn.group(5), 0, 100, "max-mark-probability", where)
                 self.ecn[tc] = marks
 
     def merge(self, other):
@@ -186,6 +203,16 @@ class _Block(object):
         self.ecn.update(other.ecn)
 
 
+def _carries_qos(node):
+    block = _Block()
+    try:
+        block.read(node.children)
+    except ReadError:
+        return True
+    return (block.pfc_on is not None or block.pfc or block.ecn or block.trust is not None
+            or any(_SERVICE_PROFILE.fullmatch(child.line) for child in node.children))
+
+
 def parse(text, version):
     """``{"fabric": ..., "interfaces": [...]}`` from EOS running-config text (ours, AVD's, anyone's).
 
@@ -195,8 +222,9 @@ def parse(text, version):
     tree = config_tree(text)
     dscp_to_tc = {}
     for found, node in matches(tree, _QOS_MAP):
-        for dscp in number_list(found.group(1)):
-            dscp_to_tc[dscp] = int(found.group(2))
+        tc = whole(found.group(2), 0, 7, "traffic-class", at(node))
+        for dscp in number_list(found.group(1), 0, 63, "DSCP", at(node)):
+            dscp_to_tc[dscp] = tc
     profiles = {}
     for found, node in matches(tree, _QOS_PROFILE):
         block = profiles.setdefault(found.group(1), _Block())
@@ -204,12 +232,17 @@ def parse(text, version):
     facts, interfaces, mtus = _Block(), [], []
     for found, node in matches(tree, _INTERFACE):
         own, used, mtu = _Block(), None, None
+        if PORT_NAMES.problem(found.group(1)):
+            # not a port name of EOS: reported by the engine, its statements not read
+            if _carries_qos(node):
+                interfaces.append(found.group(1))
+            continue
         own.read(node.children)
         for child in node.children:
             service = _SERVICE_PROFILE.fullmatch(child.line)
             used = service.group(1) if service else used
             size = _MTU.fullmatch(child.line)
-            mtu = int(size.group(1)) if size else mtu
+            mtu = whole(size.group(1), MTU_RANGE[0], MTU_RANGE[1], "mtu", at(child)) if size else mtu
         if used is None and own.pfc_on is None and not own.pfc and not own.ecn and own.trust is None:
             continue
         interfaces.append(found.group(1))

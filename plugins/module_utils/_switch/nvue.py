@@ -34,10 +34,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import json
 import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import (
+    Each,
+    Int,
+    Map,
+    ReadError,
+    Text,
+    check,
+    kind,
+    load_json,
+)
 
 NAME = "NVIDIA Cumulus Linux (NVUE)"
 # The NVUE releases whose object model we write (each tested against nvueschema's model of it).
@@ -53,6 +63,45 @@ PFC_WATCHDOG_SINCE = (5, 6)
 TRUST_WORDS = {"dscp": "l3", "pcp": "l2"}
 # Interfaces that never carry the RoCE profile: management, loopback.
 _NOT_FABRIC = re.compile(r"(eth\d+|lo|mgmt)")
+# The interface names NVUE's object model allows (nvueschema's InterfaceName, the same in every
+# release 5.0-5.18, matched whole here: its own `$` would let a trailing newline through), at most
+# 15 characters as Linux takes them; the management and loopback ones never carry the profile.
+PORT_NAMES = PortNames(
+    "Cumulus Linux (NVUE)",
+    r"(swp|bond|br|vlan|peerlink|erspan)[a-zA-Z0-9_./-]*",
+    "swp1, swp1s0 (a breakout port), bond1, peerlink - a name NVUE's model allows: swp, bond, peerlink, vlan, "
+    "br or erspan, then letters, digits and _ . / -",
+    refused=((r"(eth|lo|mgmt)[a-zA-Z0-9_./-]*",
+              "is a management or loopback interface: the RoCE profile never goes on it; list switch ports "
+              "(swp1, swp1s0, bond1)"),),
+    max_length=15,
+)
+# Where a message says the switch's answer came from.
+SOURCE = "the switch's applied configuration (NVUE GET /nvue_v1/?rev=applied)"
+
+# The parts of an NVUE configuration tree the parser reads, and their shapes (NVUE's object model:
+# priorities and traffic classes 0-7 as keys, DSCPs 0-63, numbers as JSON numbers).
+_PRIORITY = dict(key=r"[0-9]", key_what="a priority or traffic class (0 to 7)", low=0, high=7)
+CONFIG_SHAPE = Map({
+    "qos": Map({
+        "roce": Map({"mode": Text(), "enable": Text(), "state": Text()}),
+        "mapping": Map({PROFILE: Map({
+            "trust": Text(),
+            "dscp": Each(Map({"switch-priority": Int(0, 7)}), key=r"[0-9]{1,2}", key_what="a DSCP (0 to 63)",
+                         low=0, high=63),
+        })}),
+        "egress-queue-mapping": Map({PROFILE: Map({
+            "switch-priority": Each(Map({"traffic-class": Int(0, 7)}), **_PRIORITY)})}),
+        "egress-scheduler": Map({PROFILE: Map({
+            "traffic-class": Each(Map({"mode": Text(), "bw-percent": Int(0, 100)}), **_PRIORITY)})}),
+        "pfc": Map({PROFILE: Map({"switch-priority": Each(Map({}), **_PRIORITY)})}),
+        "congestion-control": Map({PROFILE: Map({"traffic-class": Each(Map({
+            "ecn": Text(), "min-threshold": Int(0, 1 << 32), "max-threshold": Int(0, 1 << 32),
+            "probability": Int(0, 100)}), **_PRIORITY)})}),
+    }),
+    "interface": Each(Map({"link": Map({"mtu": Int(1, 65535)}),
+                           "qos": Map({"pfc-watchdog": Map({"state": Text()})})})),
+})
 
 
 def _vtuple(version):
@@ -152,6 +201,7 @@ def parse_raw(raw, version=None):
     Reads any configuration, also ones we did not write: the CNP is the DSCP whose switch priority
     goes to a strict traffic class, RoCE the other DSCP (preferring one on a PFC or ECN priority).
     """
+    check(CONFIG_SHAPE, raw)
     config = raw if isinstance(raw, dict) else {}
     fabric = {}
     qos = _dig(config, "qos") or {}
@@ -205,12 +255,14 @@ def parse_raw(raw, version=None):
             fabric["ets"] = {"roce_percent": _int(roce_share), "default_percent": _int(default_share)}
 
     interfaces = _profile_ports(config)
-    watchdogs = [_dig(config, "interface", name, "qos", "pfc-watchdog", "state") for name in interfaces]
+    # The fabric is read from the ports whose names follow NVUE's rule (the engine reports the others).
+    readable = [name for name in interfaces if PORT_NAMES.problem(name) is None]
+    watchdogs = [_dig(config, "interface", name, "qos", "pfc-watchdog", "state") for name in readable]
     if version is not None and not has_pfc_watchdog(version):
         fabric["pfc_watchdog"] = False  # this release has none
     elif any(state is not None for state in watchdogs):
         fabric["pfc_watchdog"] = all(state == "enable" for state in watchdogs)
-    mtus = [_int(_dig(config, "interface", name, "link", "mtu")) for name in interfaces]
+    mtus = [_int(_dig(config, "interface", name, "link", "mtu")) for name in readable]
     mtus = [mtu for mtu in mtus if mtu is not None]
     if mtus:
         # Ports that disagree report the smallest: the one that drops the hosts' frames first.
@@ -223,12 +275,8 @@ def parse_raw(raw, version=None):
 
 def parse(text, version):
     """``parse_raw`` of JSON text: a revision as ``GET /nvue_v1/?rev=applied`` returns it, or a body."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputError("running_config is not JSON text of an NVUE configuration (%s): give the output of "
-                         "`nv config show -o json` or of GET /nvue_v1/?rev=applied&filled=false" % exc,
-                         option="running_config")
+    data = load_json(text, "an NVUE configuration: give the output of `nv config show -o json` or of "
+                           "GET /nvue_v1/?rev=applied&filled=false")
     # `nv config show -o json` prints a list: a {"header": ...} and {"set": {...}} change sets
     if isinstance(data, list) and all(isinstance(item, dict) for item in data):
         merged = {}
@@ -237,7 +285,7 @@ def parse(text, version):
                 merged = apply_patch(merged, item["set"])
         data = merged
     if not isinstance(data, dict):
-        raise InputError("running_config must be a JSON object: an NVUE configuration tree", option="running_config")
+        raise ReadError("", "is %s where an NVUE configuration tree (a JSON object) belongs" % kind(data))
     if "set" in data and isinstance(data["set"], dict) and len(data) == 1:
         data = data["set"]
     return parse_raw(data, version)
@@ -357,6 +405,26 @@ def plan(state, profile, interfaces, raw, version):
     return commands, predicted
 
 
+def command_ports(commands):
+    """The interface names the PATCH bodies ``commands`` write or unset."""
+    names = []
+    for body in commands:
+        for name in (body.get("interface") or {}) if isinstance(body, dict) else ():
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def differences(before, after, path=()):
+    """The dotted paths where two configuration trees differ (what a failed apply left changed)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        found = []
+        for key in sorted(set(before) | set(after), key=str):
+            found += differences(before.get(key), after.get(key), path + (str(key),))
+        return found
+    return [".".join(path) or "(the whole configuration)"] if before != after else []
+
+
 # --- the switch, through our httpapi plugin (rdmaops.roce.nvue) ---------------------------------
 
 class NvueSwitch:
@@ -365,7 +433,7 @@ class NvueSwitch:
     def __init__(self, connection, ctx):
         self.connection = connection
         self.ctx = ctx
-        self._before = None
+        self.last_read = None
 
     def _call(self, method, *args):
         # ConnectionError comes from ansible.module_utils.connection; its text is NVUE's own.
@@ -386,12 +454,22 @@ class NvueSwitch:
         return version
 
     def read(self):
-        config = self._call("get_config", "applied") or {}
+        config = self._call("get_config", "applied")
+        if config is None:
+            config = {}
+        if not isinstance(config, dict):
+            raise ReadError("", "is %s where a configuration tree (a JSON object) belongs" % kind(config))
         raw = dict((key, config[key]) for key in ("qos", "interface") if key in config)
-        self._before = raw
+        self.last_read = raw
         return raw
 
+    # How many differing places a message lists; the result's `differences` has them all.
+    LISTED = 8
+
     def apply(self, commands):
+        # What was read before the change: the comparison after a failure is with this, never with
+        # a later read.
+        before = copy.deepcopy(self.last_read)
         outcome = self._call("commit", commands)
         if outcome.get("state") == "applied" and outcome.get("saved", True):
             return
@@ -399,34 +477,50 @@ class NvueSwitch:
         text = outcome.get("message") or outcome.get("state")
         state = outcome.get("state")
         details = dict(revision=revision, nvue_state=state)
+        # Any failed apply: read rev=applied again and compare it with what was read before.
+        try:
+            now = self.read()
+        except RdmaopsError as exc:
+            now, unread = None, exc.msg
+        else:
+            unread = None
+            differ = differences(before, now)
+            details.update(differences=differ)
+            try:
+                details["after"] = parse_raw(now)
+            except ReadError:
+                pass
+        if now is None:
+            touched = True
+            said = ("the applied configuration could not be read again (%s): it may have changed; inspect revision %s "
+                    "(nv config history, nv config diff)" % (unread, revision))
+        elif differ:
+            touched = True
+            more = len(differ) - self.LISTED
+            listed = ", ".join(differ[:self.LISTED]) + (" and %d more" % more if more > 0 else "")
+            said = ("the applied configuration now differs from before at %s: inspect revision %s "
+                    "(nv config history, nv config diff)" % (listed, revision))
+        else:
+            touched = False
+            said = "the applied configuration is unchanged"
+        # The engine reports changed=true for a failure that left the switch changed.
+        details["changed"] = details["left_changed"] = touched or state == "applied"
         if state == "applied":
             # The change is live but not in the startup configuration: a reboot would lose it.
-            details["left_changed"] = True
             raise RdmaopsError("NVUE applied revision %s but could not save it to the startup configuration: %s; "
                                "the running switch has the change (run nv config save on it)" % (revision, text),
                                **details)
         if state == "rejected":
-            raise RdmaopsError("NVUE refused the change for revision %s before applying anything: %s" % (revision, text),
-                               **details)
+            raise RdmaopsError("NVUE refused the change for revision %s before applying anything: %s%s" % (
+                revision, text, "" if not touched else "; yet %s" % said), **details)
         if state == "invalid":
-            raise RdmaopsError("NVUE found revision %s invalid and applied nothing: %s" % (revision, text), **details)
-        # A failed or unfinished apply: say what the switch holds now.
-        try:
-            now = self.read()
-        except RdmaopsError:
-            now = None
-        touched = now is None or now != self._before
-        details["changed"] = touched
+            raise RdmaopsError("NVUE found revision %s invalid and applied nothing: %s%s" % (
+                revision, text, "" if not touched else "; yet %s" % said), **details)
         if state == "timeout":
-            raise RdmaopsError("NVUE revision %s did not finish applying in time (last state %s)%s" % (
-                revision, outcome.get("last_state"),
-                "; the applied configuration already differs from before" if touched and now is not None
-                else "; it may still apply: check nv config history" if now is None
-                else "; nothing is applied yet, but it may still apply: check nv config history"), **details)
-        raise RdmaopsError("NVUE could not apply revision %s (%s): %s; %s" % (
-            revision, state, text,
-            "the applied configuration now differs from before" if touched
-            else "the applied configuration is unchanged"), **details)
+            raise RdmaopsError("NVUE revision %s did not finish applying in time (last state %s); %s%s" % (
+                revision, outcome.get("last_state"), said,
+                "" if touched else ", but it may still apply: check nv config history"), **details)
+        raise RdmaopsError("NVUE could not apply revision %s (%s): %s; %s" % (revision, state, text, said), **details)
 
 
 def connect(ctx):

@@ -25,6 +25,7 @@ import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.cli_text import (
+    at,
     check_classes,
     config_tree,
     fabric_from_facts,
@@ -33,12 +34,23 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._switch.cli_text impo
     threshold_unit,
     to_bytes,
 )
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import whole
 
 NAME = "Cisco NX-OS"
 VERSIONS = ("10.3", "10.4", "10.5")
 MAX_MTU = 9216
 ROCE_CLASS, CNP_CLASS = "RDMAOPS_ROCE", "RDMAOPS_CNP"
 QOS_POLICY, QUEUING_POLICY, NETWORK_POLICY = "RDMAOPS_ROCE_IN", "RDMAOPS_ROCE_OUT", "RDMAOPS_ROCE_NQ"
+# Ports as NX-OS's running-config prints them: Ethernet<slot>/<port>, Ethernet<slot>/<port>/<lane>
+# (a breakout port), port-channel<n> (1-4096).
+PORT_NAMES = PortNames(
+    NAME,
+    r"Ethernet[1-9][0-9]{0,2}/[1-9][0-9]{0,2}(/[1-9][0-9]?)?|port-channel[1-9][0-9]{0,3}",
+    "Ethernet1/1, Ethernet1/1/1 (a breakout port) or port-channel1, spelled as show running-config prints them",
+)
+# The MTUs NX-OS takes on a port or network-qos class.
+MTU_RANGE = (576, 9216)
 
 _CLASS_MAP = re.compile(r"class-map type qos(?: match-(?:all|any))? (\S+)")
 _MATCH = re.compile(r"match (dscp|cos) ([\d ,-]+)")
@@ -129,8 +141,8 @@ def render(profile, interfaces, version):
     return lines
 
 
-def _tc(found):
-    return 0 if found.group(1) == "-default" else int(found.group(1))
+def _tc(found, where):
+    return 0 if found.group(1) == "-default" else whole(found.group(1), 0, 7, "queue", where)
 
 
 def _policies(tree):
@@ -158,8 +170,9 @@ def parse(text, version):
     class_maps = {}
     for found, node in matches(tree, _CLASS_MAP):
         entry = class_maps.setdefault(found.group(1), dict(dscp=[], cos=[]))
-        for match, dummy in matches(node.children, _MATCH):
-            entry[match.group(1)].extend(number_list(match.group(2)))
+        for match, child in matches(node.children, _MATCH):
+            high = 63 if match.group(1) == "dscp" else 7
+            entry[match.group(1)].extend(number_list(match.group(2), 0, high, match.group(1), at(child)))
     policies = _policies(tree)
     applied = dict(qos=[], queuing=[], nq=[])
     for found, node in matches(tree, re.compile(r"system qos")):
@@ -170,6 +183,11 @@ def parse(text, version):
         watchdog = not found.group(1) and found.group(2) != "off"
     for found, node in matches(tree, _INTERFACE):
         used, mode, mtu = None, None, None
+        if PORT_NAMES.problem(found.group(1)):
+            # not a port name of NX-OS: reported by the engine, its statements not read
+            if any(_SERVICE.fullmatch(child.line) or _PFC_MODE.fullmatch(child.line) for child in node.children):
+                interfaces.append(found.group(1))
+            continue
         for child in node.children:
             service = _SERVICE.fullmatch(child.line)
             if service and service.group(1) == "qos input":
@@ -177,7 +195,7 @@ def parse(text, version):
             pfc_mode = _PFC_MODE.fullmatch(child.line)
             mode = pfc_mode.group(1) if pfc_mode else mode
             size = _MTU.fullmatch(child.line)
-            mtu = int(size.group(1)) if size else mtu
+            mtu = whole(size.group(1), MTU_RANGE[0], MTU_RANGE[1], "mtu", at(child)) if size else mtu
             dog = _WATCHDOG.fullmatch(child.line)
             if dog:
                 watchdog = not dog.group(1) and dog.group(2) != "off"
@@ -194,8 +212,8 @@ def parse(text, version):
     for classes in _applied(policies["qos"], applied["qos"]):
         for found, node in matches(classes, _CLASS):
             group = None
-            for setting, dummy in matches(node.children, _SET_GROUP):
-                group = int(setting.group(1))
+            for setting, child in matches(node.children, _SET_GROUP):
+                group = whole(setting.group(1), 0, 7, "qos-group", at(child))
             matched = class_maps.get(found.group(1))
             if group is None or matched is None:
                 continue
@@ -210,21 +228,23 @@ def parse(text, version):
             queue = _QUEUE_NAME.fullmatch(found.group(1))
             if not queue:
                 continue
-            tc = _tc(queue)
+            tc = _tc(queue, at(node))
             for child in node.children:
+                where = at(child)
                 if _PRIORITY.fullmatch(child.line):
                     strict.add(tc)
                 share = _BANDWIDTH.fullmatch(child.line)
                 if share:
-                    shares[tc] = int(share.group(1))
+                    shares[tc] = whole(share.group(1), 0, 100, "bandwidth percent", where)
                 wred = _WRED.fullmatch(child.line)
                 if wred and wred.group(6):
-                    low, high = to_bytes(wred.group(1), wred.group(2)), to_bytes(wred.group(3), wred.group(4))
+                    low = to_bytes(wred.group(1), wred.group(2), where)
+                    high = to_bytes(wred.group(3), wred.group(4), where)
                     marks = {}
                     if low is not None and high is not None:
                         marks.update(min_threshold_bytes=low, max_threshold_bytes=high)
                     if wred.group(5):
-                        marks["probability_percent"] = int(wred.group(5))
+                        marks["probability_percent"] = whole(wred.group(5), 0, 100, "drop-probability", where)
                     ecn[tc] = marks
     pfc = None
     network = _applied(policies["nq"], applied["nq"])
@@ -232,8 +252,8 @@ def parse(text, version):
         pfc = []
         for classes in network:
             for found, node in matches(classes, _CLASS):
-                for pause, dummy in matches(node.children, _PAUSE):
-                    pfc.extend(number_list(pause.group(1)))
+                for pause, child in matches(node.children, _PAUSE):
+                    pfc.extend(number_list(pause.group(1), 0, 7, "pfc-cos", at(child)))
     if modes and all(mode == "off" for mode in modes):
         pfc = []
     fabric = fabric_from_facts(trust=trust, dscp_to_tc=dscp_to_tc, classified=classified, pfc=pfc, strict=strict,

@@ -34,6 +34,7 @@ import re
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.cli_text import (
     KIB,
+    at,
     check_classes,
     config_tree,
     exact_multiple,
@@ -41,10 +42,24 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._switch.cli_text impo
     natural_key,
     number_list,
 )
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import whole
 
 NAME = "NVIDIA Onyx"
 VERSIONS = ("3.9", "3.10")
 MAX_MTU = 9216
+# Ethernet ports as Onyx's CLI spells them: `ethernet 1/1` (the command's words), Eth1/1 (what show
+# commands print) or the bare 1/1; 1/1/1 is a split port.  Port channels are not written by this driver.
+PORT_NAMES = PortNames(
+    NAME,
+    r"(?:[Ee]thernet |[Ee]th)?[1-9][0-9]{0,2}/[1-9][0-9]{0,2}(?:/[1-9])?",
+    "ethernet 1/1, Eth1/1 or 1/1, and 1/1/1 for a split port (Ethernet ports; this module writes no port-channel)",
+)
+# The MTUs Onyx takes on a port (`mtu N force`), and the largest ECN threshold in KB it is read with.
+MTU_RANGE = (1500, 9216)
+MAX_THRESHOLD_KB = (1 << 30) // KIB
+# A port range in a command (1/1-1/4) lists at most this many ports.
+MAX_RANGE = 128
 
 _IF = r"interface ethernet (\S+) "
 _TRUST = re.compile(_IF + r"qos trust (L2|L3|both|port)")
@@ -63,7 +78,7 @@ def max_mtu(version):
 
 def _port(name):
     """``Eth1/1``, ``ethernet 1/1`` or ``1/1`` -> ``1/1``, the form Onyx commands take."""
-    found = re.fullmatch(r"(?:eth(?:ernet)?\s*)?(\d+/\d+(?:/\d+)?)", name.strip(), re.IGNORECASE)
+    found = re.fullmatch(r"(?:ethernet |eth)?(\d+/\d+(?:/\d+)?)", name, re.IGNORECASE)
     if not found:
         raise InputError("config.interfaces: %s is not an Onyx Ethernet port; name ports as Onyx does: 1/1, "
                          "1/2/1 (a split port) or Eth1/1" % name, option="config")
@@ -95,7 +110,7 @@ def render(profile, interfaces, version):
     low = exact_multiple(profile, "min_threshold_bytes", KIB, "KB", NAME)
     high = exact_multiple(profile, "max_threshold_bytes", KIB, "KB", NAME)
     roce, cnp = profile["roce_priority"], profile["cnp_priority"]
-    ports = sorted((_port(name) for name in interfaces), key=natural_key)
+    ports = sorted(set(_port(name) for name in interfaces), key=natural_key)  # Eth1/1 and 1/1 are one port
     lines = []
     for port in ports:
         prefix = "interface ethernet %s " % port
@@ -119,12 +134,14 @@ def render(profile, interfaces, version):
     return lines
 
 
-def _expand(name):
+def _expand(name, where=""):
     """``1/1-1/4`` (the range form users type) -> ``["1/1", "1/2", "1/3", "1/4"]``."""
     found = re.fullmatch(r"(\d+)/(\d+)-(\d+)/(\d+)", name)
     if not found or found.group(1) != found.group(3):
         return [name]
-    return ["%s/%d" % (found.group(1), port) for port in range(int(found.group(2)), int(found.group(4)) + 1)]
+    first = whole(found.group(2), 1, 999, "port", where)
+    last = whole(found.group(4), first, first + MAX_RANGE - 1, "last port of the range", where)
+    return ["%s/%d" % (found.group(1), port) for port in range(first, last + 1)]
 
 
 def parse(text, version):
@@ -133,43 +150,52 @@ def parse(text, version):
     ports, trust, ecn, strict, shares, mtus, modes = [], None, {}, set(), {}, {}, {}
     pfc_enabled, priorities = None, set()
 
-    def port(name):
-        for one in _expand(name):
+    def port(name, where):
+        for one in _expand(name, where):
             if one not in ports:
                 ports.append(one)
 
+    named = re.compile(_IF + ".*")
     for node in config_tree(text, comments=("#",)):
         line = node.line
+        where = at(node)
+        found = named.fullmatch(line)
+        if found and any(PORT_NAMES.problem(one) for one in _expand(found.group(1), where)):
+            # not a port name of Onyx: reported by the engine, the line not read
+            port(found.group(1), where)
+            continue
         found = _TRUST.fullmatch(line)
         if found:
-            port(found.group(1))
+            port(found.group(1), where)
             trust = {"L3": "dscp", "both": "dscp", "L2": "pcp"}.get(found.group(2), trust)
             continue
         found = _ECN.fullmatch(line)
         if found:
-            port(found.group(1))
+            port(found.group(1), where)
             if found.group(3) in ("ecn", "both"):
-                ecn[int(found.group(2))] = dict(min_threshold_bytes=int(found.group(4)) * KIB,
-                                                max_threshold_bytes=int(found.group(5)) * KIB)
+                ecn[whole(found.group(2), 0, 7, "traffic-class", where)] = dict(
+                    min_threshold_bytes=whole(found.group(4), 0, MAX_THRESHOLD_KB, "minimum-absolute (KB)", where) * KIB,
+                    max_threshold_bytes=whole(found.group(5), 0, MAX_THRESHOLD_KB, "maximum-absolute (KB)", where) * KIB)
             continue
         found = _ETS.fullmatch(line)
         if found:
-            port(found.group(1))
+            port(found.group(1), where)
+            tc = whole(found.group(2), 0, 7, "traffic-class", where)
             if found.group(3) == "strict":
-                strict.add(int(found.group(2)))
+                strict.add(tc)
             elif found.group(4):
-                shares[int(found.group(2))] = int(found.group(4))
+                shares[tc] = whole(found.group(4), 0, 100, "wrr percent", where)
             continue
         found = _PFC_MODE.fullmatch(line)
         if found:
-            port(found.group(1))
-            for one in _expand(found.group(1)):
+            port(found.group(1), where)
+            for one in _expand(found.group(1), where):
                 modes[one] = not found.group(2)
             continue
         found = _MTU.fullmatch(line)
         if found:
-            for one in _expand(found.group(1)):
-                mtus[one] = int(found.group(2))
+            for one in _expand(found.group(1), where):
+                mtus[one] = whole(found.group(2), MTU_RANGE[0], MTU_RANGE[1], "mtu", where)
             continue
         found = _PFC_GLOBAL.fullmatch(line)
         if found:
@@ -177,7 +203,7 @@ def parse(text, version):
             continue
         found = _PFC_PRIORITY.fullmatch(line)
         if found:
-            (priorities.difference_update if found.group(1) else priorities.update)(number_list(found.group(2)))
+            (priorities.difference_update if found.group(1) else priorities.update)(number_list(found.group(2), 0, 7, "priority", where))
     pfc = None
     if pfc_enabled is not None or priorities or modes:
         pfc = sorted(priorities) if pfc_enabled is not False and (not modes or any(modes.values())) else []

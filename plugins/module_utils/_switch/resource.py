@@ -12,7 +12,9 @@ A NOS driver is a module of this package with:
 ``render(profile, interfaces, version)``   the configuration: a list of running-config lines
                               (eos, nxos, onyx), a JSON body (nvue), CONFIG_DB tables (sonic)
 ``parse(text, version)``      ``{"fabric": {...}, "interfaces": [...]}`` from running-config text
-                              (JSON text for nvue and sonic): what the configuration says
+                              (JSON text for nvue and sonic): what the configuration says; text of
+                              the wrong shape raises ``shape.ReadError`` naming the place
+``PORT_NAMES``                the NOS's port naming rule (``names.PortNames``)
 
 and, for the NOSes this module configures (nvue, sonic):
 
@@ -21,13 +23,19 @@ and, for the NOSes this module configures (nvue, sonic):
                               (raising an RdmaopsError with what was and was not applied) and
                               optionally ``dry_run(commands)`` (check mode)
 ``parse_raw(raw)``            ``parse`` of what ``read()`` returned
+``command_ports(commands)``   the interface names the commands write or remove
+``SOURCE``                    where ``read()`` reads, for messages
 ``plan(state, profile, interfaces, raw, version)``  ``(commands, predicted_raw)``: the commands
                               (NVUE patch bodies, RFC 6902 operations) that take ``raw`` to the
                               state, empty when nothing differs
 
-The engine does the rest the same way for every NOS: validation before anything is read, MTU
-clamping, before/commands/after, check mode predicting ``after`` without touching the switch,
-diff mode, and re-reading after applying.
+The engine does the rest the same way for every NOS: validation before anything is read (the port
+naming rule on ``config.interfaces`` in every state), MTU clamping, before/commands/after, check mode
+predicting ``after`` without touching the switch, diff mode, and re-reading after applying.  Names
+read back (``parsed`` text, the switch's configuration) pass the same naming rule: one that breaks
+it is left out of the result with a warning, and a plan whose commands would name it is refused.
+Configuration of the wrong shape fails with one message naming ``running_config`` (or the switch's
+answer) and the place in it, never Python's own error text.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,8 +43,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch import eos, nvue, nxos, onyx, sonic
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import (
+    check_config_interfaces,
+    filter_read_back,
+    refuse_in_commands,
+)
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.profile import (
     MTU_POLICIES,
     resolve_config,
@@ -54,6 +68,9 @@ NETWORK_OS = {
     "nxos": "nxos", "cisco.nxos.nxos": "nxos",
     "onyx": "onyx", "mellanox.onyx.onyx": "onyx",
 }
+# What the last-resort guard says when a parser meets a shape its checks did not foresee (the unit
+# tests prove the checks come first; this keeps Python's own words from ever reaching a user).
+UNFORESEEN = "holds values of a shape this module does not read"
 
 
 class SwitchRoce(Engine):
@@ -68,6 +85,8 @@ class SwitchRoce(Engine):
             raise InputError("os=%s is not a NOS this module knows: use one of %s"
                              % (params["os"], ", ".join(sorted(DRIVERS))), option="os")
         self.driver = DRIVERS[params["os"]]
+        # The naming rule, first and for every state: no name that breaks it is rendered or sent.
+        check_config_interfaces(self.driver.PORT_NAMES, params.get("config"))
         if params["mtu_policy"] not in MTU_POLICIES:
             raise InputError("mtu_policy must be clamp or fail", option="mtu_policy")
         self.version = params.get("nos_version")
@@ -99,8 +118,37 @@ class SwitchRoce(Engine):
         self.device = self.driver.connect(self.ctx)
         if self.version is None:
             self.version = self.device.version()
-        self.raw = self.device.read()
-        self.before = self.driver.parse_raw(self.raw)
+        self.raw = self._read_switch()
+        self.before = self._read_back(self.raw)
+
+    @property
+    def source(self):
+        return getattr(self.driver, "SOURCE", "the switch's configuration")
+
+    def _read_switch(self):
+        try:
+            return self.device.read()
+        except ReadError as exc:
+            raise RdmaopsError("%s cannot be read: %s; nothing was changed" % (self.source, exc.msg), where=exc.where)
+
+    def _guarded(self, parse, source, option=None):
+        """``parse()`` with every failure to read put as one message naming ``source`` and the place."""
+        try:
+            return parse()
+        except ReadError as exc:
+            if option:
+                raise InputError("%s: %s" % (source, exc.msg), option=option, where=exc.where)
+            raise RdmaopsError("%s cannot be read: %s" % (source, exc.msg), where=exc.where)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError, RecursionError):
+            message = "%s %s: give %s configuration as the switch prints it" % (source, UNFORESEEN, self.driver.NAME)
+            if option:
+                raise InputError(message, option=option)
+            raise RdmaopsError(message)
+
+    def _read_back(self, raw):
+        """The profile ``raw`` (the switch's configuration) holds, its names through the naming rule."""
+        found = self._guarded(lambda: self.driver.parse_raw(raw), self.source)
+        return filter_read_back(self.driver.PORT_NAMES, found, self.source, self.ctx.warn)
 
     def _profile_for_nos(self):
         if self.profile is None:
@@ -116,7 +164,9 @@ class SwitchRoce(Engine):
             self.rendered = self.driver.render(self._profile_for_nos(), self.interfaces, self.version)
             return
         if self.state == "parsed":
-            self.parsed = self.driver.parse(self.params["running_config"], self.version)
+            parsed = self._guarded(lambda: self.driver.parse(self.params["running_config"], self.version),
+                                   "running_config", option="running_config")
+            self.parsed = filter_read_back(self.driver.PORT_NAMES, parsed, "running_config", self.ctx.warn)
             return
         if self.state == "gathered":
             return
@@ -124,7 +174,9 @@ class SwitchRoce(Engine):
         self.commands, predicted = self.driver.plan(self.state, self.nos_profile, self.interfaces, self.raw, self.version)
         if not self.commands:
             return
-        self.after = self.driver.parse_raw(predicted)
+        # A name the switch holds that breaks the naming rule is never written into a command.
+        refuse_in_commands(self.driver.PORT_NAMES, self.driver.command_ports(self.commands), self.state)
+        self.after = self._read_back(predicted)
         if self.check_mode and hasattr(self.device, "dry_run"):
             self.device.dry_run(self.commands)
         commands = self.commands
@@ -135,8 +187,8 @@ class SwitchRoce(Engine):
             plan.add("switch_commands", [], commands, lambda: self.device.apply(commands), description)
 
     def verify(self):
-        self.raw = self.device.read()
-        self.after = self.driver.parse_raw(self.raw)
+        self.raw = self._read_switch()
+        self.after = self._read_back(self.raw)
         left, dummy = self.driver.plan(self.state, self.nos_profile, self.interfaces, self.raw, self.version)
         if left:
             return ["the switch still differs after applying: %s" % (left,)]

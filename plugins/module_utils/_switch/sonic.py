@@ -56,6 +56,18 @@ import tempfile
 import time
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import (
+    Each,
+    Int,
+    Map,
+    ReadError,
+    Text,
+    check,
+    kind,
+    load_json,
+    whole,
+)
 
 try:
     import jsonpatch
@@ -84,6 +96,49 @@ MAP_FIELDS = (
 # SONiC's pfcwd defaults (`config pfcwd start_default`): drop, 200 ms detection and restoration.
 PFC_WD_ROW = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
 ECN_MARKS_GREEN = ("ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all")
+# SONiC names front-panel ports Ethernet<N> (N the first lane); the QoS tables the profile writes
+# (PORT_QOS_MAP, QUEUE, BUFFER_PG, ...) are keyed by PORT names, so a PortChannel is refused with
+# what to list instead.  A name is a CONFIG_DB key part: "|" would make it another key.
+PORT_NAMES = PortNames(
+    "SONiC",
+    r"Ethernet(0|[1-9][0-9]{0,3})",
+    "Ethernet0, Ethernet4, Ethernet120 - Ethernet and the port's number, as the PORT table names it",
+    refused=((r"PortChannel[0-9]{1,4}", "is a port channel: SONiC's QoS tables (PORT_QOS_MAP, QUEUE, buffers) "
+                                        "take its member ports: list those (Ethernet0, Ethernet4)"),),
+)
+SOURCE = "the switch's CONFIG_DB (sonic-cfggen -d --print-data)"
+
+
+def _row(**fields):
+    return Map(dict(fields))
+
+
+_TEXT = Text()
+_NUMBER = Int(0, 1 << 32, as_text=True)
+_PRIORITIES = Text(r"([0-7](,[0-7])*)?", "a list of priorities (0 to 7, comma-separated, e.g. 3,4)")
+# The tables the driver reads or plans with, every row a mapping of text as CONFIG_DB holds it.
+CONFIG_SHAPE = Map({
+    "PORT_QOS_MAP": Each(Map(dict(
+        [(field, _TEXT) for field in ("dscp_to_tc_map", "dot1p_to_tc_map", "tc_to_queue_map", "tc_to_pg_map",
+                                      "pfc_to_queue_map")]
+        + [("pfc_enable", _PRIORITIES), ("pfcwd_sw_enable", _PRIORITIES)]))),
+    "QUEUE": Each(_row(scheduler=_TEXT, wred_profile=_TEXT)),
+    "WRED_PROFILE": Each(Map(dict([("ecn", _TEXT)] + [(field % colour, _NUMBER) for colour in ("green", "yellow", "red")
+                                                      for field in ("%s_min_threshold", "%s_max_threshold",
+                                                                    "%s_drop_probability")]))),
+    "SCHEDULER": Each(_row(type=_TEXT, weight=Int(0, 100, as_text=True))),
+    "DSCP_TO_TC_MAP": Each(Each(Int(0, 7, as_text=True), key=r"[0-9]{1,2}", key_what="a DSCP (0 to 63)", low=0, high=63)),
+    "TC_TO_QUEUE_MAP": Each(Each(_TEXT)),
+    "TC_TO_PRIORITY_GROUP_MAP": Each(Each(_TEXT)),
+    "MAP_PFC_PRIORITY_TO_QUEUE": Each(Each(_TEXT)),
+    "PFC_WD": Each(Map({})),
+    "PORT": Each(_row(mtu=Int(1, 65535, as_text=True))),
+    "BUFFER_PG": Each(_row(profile=_TEXT)),
+    "BUFFER_QUEUE": Each(_row(profile=_TEXT)),
+    "BUFFER_PROFILE": Each(Map({})),
+    "DEVICE_METADATA": Each(_row(buffer_model=_TEXT)),
+})
+PORT_TABLES = ("PORT_QOS_MAP", "QUEUE", "PFC_WD", "BUFFER_PG", "BUFFER_QUEUE", "PORT")
 RELEASE_RE = re.compile(r"(?m)^release:\s*'?([^'\s]+)'?\s*$")
 PORT_ORDER_RE = re.compile(r"(\d+)")
 
@@ -199,13 +254,17 @@ def render(profile, interfaces, version):
 
 # ---------------------------------------------------------------------------------------------- parse
 
-def _index_range(text):
+# The largest queue or priority-group index a key may name (ASICs have 8 to 20; ranges beyond are not read).
+MAX_INDEX = 63
+
+
+def _index_range(text, where=""):
     """The indexes of a QUEUE/BUFFER key's index part: "3" -> [3], "3-4" -> [3, 4]; [] if not one."""
-    match = re.match(r"^(\d+)(?:-(\d+))?$", text or "")
+    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text or "")
     if not match:
         return []
-    low = int(match.group(1))
-    high = int(match.group(2)) if match.group(2) is not None else low
+    low = whole(match.group(1), 0, MAX_INDEX, "the index", where)
+    high = whole(match.group(2), low, MAX_INDEX, "the last index", where) if match.group(2) is not None else low
     return list(range(low, high + 1))
 
 
@@ -215,7 +274,7 @@ def _port_rows(config, table, port):
     for key, row in (config.get(table) or {}).items():
         name, sep, index = key.partition("|")
         if sep and name == port:
-            rows.append((key, _index_range(index), row or {}))
+            rows.append((key, _index_range(index, "%s.%s" % (table, key)), row or {}))
     return rows
 
 
@@ -238,15 +297,20 @@ def _one_or_all(values):
 
 def parse_raw(raw):
     """The profile a CONFIG_DB (``{TABLE: {key: {field: value}}}``) carries, numbers as ints."""
-    config = raw if isinstance(raw, dict) else {}
+    if not isinstance(raw, dict):
+        raise ReadError("", "is %s where CONFIG_DB's tables (a JSON object) belong" % kind(raw))
+    check(CONFIG_SHAPE, raw)
+    config = raw
     port_qos = config.get("PORT_QOS_MAP") or {}
     ports = sorted((name for name, row in port_qos.items()
                     if name != "global" and isinstance(row, dict)
                     and (row.get("dscp_to_tc_map") or row.get("dot1p_to_tc_map") or "pfc_enable" in row)),
                    key=_natural)
     fabric = {}
-    if ports:
-        fabric = _parse_port(config, ports[0])
+    # The first port whose name follows SONiC's rule speaks for the switch (the engine reports the others).
+    readable = [port for port in ports if PORT_NAMES.problem(port) is None]
+    if readable:
+        fabric = _parse_port(config, readable[0])
     return {"fabric": fabric, "interfaces": ports}
 
 
@@ -272,11 +336,16 @@ def _parse_port(config, port):
                         if (wred.get(row.get("wred_profile")) or {}).get("ecn") in ECN_MARKS_GREEN)
     strict_queues = sorted(q for q, row in queues.items()
                            if (schedulers.get(row.get("scheduler")) or {}).get("type") == "STRICT")
-    roce = pfc[0] if pfc else (ecn_queues[0] if ecn_queues else None)
-    cnp = strict_queues[0] if strict_queues else None
 
     def dscps_on(tc):
         return [int(dscp) for dscp, mapped in (dscp_map or {}).items() if _int_or_none(mapped) == tc and dscp.isdigit()]
+
+    # The RoCE class is the PFC (else ECN) class a DSCP classifies into; the default class 0 only when
+    # nothing else is lossless or marked (ECN on queues 0 and 3 of a lossy profile: RoCE is 3).
+    candidates = sorted(pfc, key=lambda tc: (tc == 0, tc)) + sorted(ecn_queues, key=lambda tc: (tc == 0, tc))
+    mapped = [tc for tc in candidates if tc != 0 and dscps_on(tc)]
+    roce = mapped[0] if mapped else (candidates[0] if candidates else None)
+    cnp = strict_queues[0] if strict_queues else None
 
     if roce is not None:
         if dscps_on(roce):
@@ -317,14 +386,7 @@ def _parse_port(config, port):
 def parse(text, version):
     """The profile of a CONFIG_DB as JSON text (config_db.json, ``show runningconfiguration all``,
     ``sonic-cfggen -d --print-data``)."""
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        raise InputError("running_config is not JSON text of a CONFIG_DB (as sonic-cfggen -d --print-data or "
-                         "show runningconfiguration all print it): %s" % exc, option="running_config")
-    if not isinstance(raw, dict):
-        raise InputError("running_config must be a JSON object of CONFIG_DB tables ({TABLE: {key: {field: value}}})",
-                         option="running_config")
+    raw = load_json(text, "a CONFIG_DB as sonic-cfggen -d --print-data or show runningconfiguration all print it")
     return parse_raw(raw)
 
 
@@ -490,6 +552,39 @@ def plan(state, profile, interfaces, raw, version):
     return ops, jsonpatch.apply_patch(raw, ops)
 
 
+def command_ports(ops):
+    """The port names the RFC 6902 operations ``ops`` write or remove (keys of the port tables)."""
+    names = []
+    for op in ops:
+        parts = (op.get("path") or "").split("/") if isinstance(op, dict) else []
+        if len(parts) > 2 and parts[1] in PORT_TABLES:
+            name = parts[2].replace("~1", "/").replace("~0", "~").partition("|")[0]
+            if name not in names:
+                names.append(name)
+        elif len(parts) == 2 and parts[1] in PORT_TABLES and isinstance(op.get("value"), dict):
+            for key in op["value"]:
+                name = key.partition("|")[0]
+                if name not in names:
+                    names.append(name)
+    return names
+
+
+def differences(before, after):
+    """``TABLE|key`` of every row that differs between two CONFIG_DBs."""
+    found = []
+    before, after = before or {}, after or {}
+    for table in sorted(set(before) | set(after)):
+        rows_before, rows_after = before.get(table) or {}, after.get(table) or {}
+        if not isinstance(rows_before, dict) or not isinstance(rows_after, dict):
+            if rows_before != rows_after:
+                found.append(table)
+            continue
+        for key in sorted(set(rows_before) | set(rows_after)):
+            if rows_before.get(key) != rows_after.get(key):
+                found.append("%s|%s" % (table, key))
+    return found
+
+
 # ----------------------------------------------------------------------------------------- the switch
 
 class SonicSwitch:
@@ -501,6 +596,7 @@ class SonicSwitch:
     def __init__(self, ctx):
         self.ctx = ctx
         self.runner = ctx.runner
+        self.last_read = None
 
     def version(self):
         text = self.ctx.host.read(self.VERSION_FILE)
@@ -519,10 +615,10 @@ class SonicSwitch:
 
     def read(self):
         result = self.runner.run(["sonic-cfggen", "-d", "--print-data"])
-        try:
-            data = json.loads(result.stdout)
-        except ValueError:
-            raise RdmaopsError("sonic-cfggen -d --print-data did not print JSON: %s" % (result.stdout or "")[:200])
+        data = load_json(result.stdout or "", "CONFIG_DB's tables")
+        if not isinstance(data, dict):
+            raise ReadError("", "is %s where CONFIG_DB's tables (a JSON object) belong" % kind(data))
+        self.last_read = data
         return data
 
     def _patch_file(self, ops):
@@ -562,8 +658,20 @@ class SonicSwitch:
                               % (checkpoint, self._say(dropped)))
             return
         said = self._say(result)
+        before = self.last_read
         undone = self.runner.run(["config", "rollback", checkpoint], check=False)
         if undone.rc == 0:
+            # Trust, but read: CONFIG_DB after the rollback is compared with what was read before.
+            try:
+                differ = differences(before, self.read())
+            except RdmaopsError as exc:
+                differ = ["(CONFIG_DB could not be read again: %s)" % exc.msg]
+            if differ:
+                raise RdmaopsError(
+                    "config apply-patch failed: %s; config rollback %s reported success, yet CONFIG_DB differs from "
+                    "before at %s: the checkpoint is kept, inspect it and roll back by hand with: config rollback %s"
+                    % (said, checkpoint, ", ".join(differ[:8]), checkpoint),
+                    checkpoint_restored=False, checkpoint=checkpoint, differences=differ, left_changed=True)
             self.runner.run(["config", "delete-checkpoint", checkpoint], check=False)
             raise RdmaopsError("config apply-patch failed: %s; rolled back to checkpoint %s, so CONFIG_DB is as it was"
                                % (said, checkpoint), checkpoint_restored=True, checkpoint=checkpoint)

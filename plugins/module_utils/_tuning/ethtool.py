@@ -32,6 +32,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (
     VerifyError,
 )
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import UDEV_RULES_DIR
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET, ONLINE
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import RULE, valid_ifname
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import NET_CLASS
@@ -205,6 +206,7 @@ class NicKnobs:
                         self._setter(plan, name, args, knob),
                         "%s: set %s from %s to %s" % (name, knob, before, after),
                         undo=self._undo(_args_for(name, knob, before)),
+                        disruption=knob_disruption(knob),
                     )
             if commands:
                 wanted.append((name, commands))
@@ -339,6 +341,12 @@ class NicKnobs:
                 if now != after:
                     problems.setdefault(name, []).append("%s is %s after setting %s" % (knob, now, after))
         return problems
+
+
+def knob_disruption(knob):
+    """A ring resize re-creates the port's queues and a pause change renegotiates the link: both
+    break the RDMA connections over it.  Interrupt coalescing changes in place."""
+    return LINK_RESET if knob == "global pause" or knob.endswith(" ring") else ONLINE
 
 
 def _args_for(name, knob, value):

@@ -46,6 +46,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (
     VerifyError,
 )
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import BootUnit, valid_unit_name
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET, REBOOT
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import FILE_NAME, full_match
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.gpudirect import ACS_REDIRECT_BITS, GpuDirectReport
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import PCI_DEVICES
@@ -197,8 +198,11 @@ class GpuDirectConfig(Engine):
             if bits:
                 redirecting[bdf] = bits
                 # No undo: setting redirection again under a running GPU workload is not a safe step back.
+                # Peer-to-peer DMA in flight is routed differently from one TLP to the next: not
+                # something to do under a running GPUDirect job, so it is classed with a link reset.
                 plan.add("acs:%s" % bdf, bits, [], self._clear_action(bdf),
-                         "clear ACS %s on %s (setpci -s %s %s=%s)" % ("/".join(bits), bdf, bdf, ACS_CONTROL, ACS_CLEAR))
+                         "clear ACS %s on %s (setpci -s %s %s=%s)" % ("/".join(bits), bdf, bdf, ACS_CONTROL, ACS_CLEAR),
+                         disruption=LINK_RESET)
         if self.acs_persist:
             text = None
             if targets:
@@ -263,7 +267,7 @@ class GpuDirectConfig(Engine):
             # No undo: grubby --remove-args could also remove arguments the entries had before.
             plan.add("kernel_args", entries, after,
                      lambda: self.runner.run(["grubby", "--update-kernel=ALL", "--args=%s" % wanted]),
-                     "grubby --update-kernel=ALL --args=%s" % shlex.quote(wanted))
+                     "grubby --update-kernel=ALL --args=%s" % shlex.quote(wanted), disruption=REBOOT)
         return dict(method="grubby", before=entries, missing=missing)
 
     def _grub_cmdline(self, without_ours):
@@ -282,10 +286,11 @@ class GpuDirectConfig(Engine):
         if before != text and generator is None:
             raise RefusedError("neither update-grub nor grub-mkconfig is installed: %s would not reach the boot loader" % GRUB_DROPIN)
         argv = ["update-grub"] if generator == "update-grub" else ["grub-mkconfig", "-o", "/boot/grub/grub.cfg"]
+        # Kernel arguments take effect at the next boot: the change needs one.
         if plan.file(self.host, GRUB_DROPIN, text, mode=0o644, key="grub_dropin", adopt=self.adopt, option=None,
-                     description="%s %s" % ("write" if text else "remove", GRUB_DROPIN)):
+                     description="%s %s" % ("write" if text else "remove", GRUB_DROPIN), disruption=REBOOT):
             # A failing update-grub puts the drop-in back, so the next run tries again.
-            plan.then(" ".join(argv), lambda: self.runner.run(argv), validates=True)
+            plan.then(" ".join(argv), lambda: self.runner.run(argv), validates=True, disruption=REBOOT)
         return dict(method="grub", before=" ".join(theirs), missing=missing)
 
     # -- re-read -------------------------------------------------------------------------------

@@ -92,8 +92,9 @@ class TuningLayer(Engine):
             first = len(plan)
             engine.plan(plan)
             self.spans[name] = (first, len(plan))
-        if self.check_mode or not plan.changed:
-            # Nothing will be applied: the host as it is now is the host the run leaves.
+        if not self.will_apply(plan):
+            # Nothing will be applied (check mode, nothing to do, or held back by max_disruption):
+            # the host as it is now is the host the run leaves.
             self._read_gpudirect()
 
     def verify(self):
@@ -129,7 +130,8 @@ class TuningLayer(Engine):
         for name, engine in self.engines:
             part = engine.result()
             if self.plan_ref is not None and name in self.spans:
-                part.update(changed=self._part_changed(name), changes=self.plan_ref.descriptions(*self.spans[name]))
+                part.update(changed=self._part_changed(name), changes=self.plan_ref.descriptions(*self.spans[name]),
+                            disruption=self.plan_ref.disruption_of(*self.spans[name]))
             result[name] = part
         if self.nic_skipped:
             result["nic"] = dict(changed=False, changes=[], skipped=True, msg=self.nic_skipped,

@@ -6,20 +6,27 @@ gathered state and what the validate role measured, against the resolved fabric 
 
 A finding is ``{check, host, peer, device, field, expected, actual, hint, passed}``. ``passed`` is
 True or False for a part that was checked and None for a part with no data (not gathered, not
-exposed by the driver, not installed): such a part is reported, never counted as passed.
+exposed by the driver, not installed) or with data that could not be read (``inputs``): such a part
+is reported, never counted as passed.
+
+The verdict is ``passed`` True only when something was checked, nothing failed and nothing the
+caller gave was left wholly unchecked: a host or a switch none of whose checks could run, data that
+could not be read, perftest asked for and not run. Each such part is named in ``summary.unproven``.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
 from collections import Counter
 
+from ansible.module_utils.six.moves.collections_abc import Mapping
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import roce_ports
-from ansible_collections.rdmaops.roce.plugins.module_utils._intent import SWITCH_MTU_MAX_WORD
+from ansible_collections.rdmaops.roce.plugins.module_utils._intent import SWITCH_MTU_MAX_WORD, USER_KEYS, IntentError, resolve_intent
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import roce_active_mtu
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate import measure
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate import inputs, measure
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.rails import rail_findings
 
 FINDING_KEYS = ("check", "host", "peer", "device", "field", "expected", "actual", "hint", "passed")
 INTENT_KEYS = ("host_mtu", "switch_mtu", "trust", "roce_dscp", "roce_priority", "cnp_dscp", "cnp_priority",
@@ -30,6 +37,9 @@ SWITCH_SCALARS = ("roce_dscp", "roce_priority", "cnp_dscp", "cnp_priority", "tru
 SWITCH_LISTS = ("pfc_priorities", "ecn_priorities")
 SWITCH_ECN = ("min_threshold_bytes", "max_threshold_bytes", "probability_percent")
 NOT_CHECKED = "not checked"
+HOST_SOURCE = "the validate role's validate_state"
+_FRACTION_TEXT = re.compile(r"[0-9]*\.?[0-9]+")
+_LINK_RATE = re.compile(r"([0-9]{1,6}(?:\.[0-9]{1,6})?) Gb/sec\b")
 
 
 def finding(check, host, field, expected, actual, hint, passed, peer=None, device=None):
@@ -43,38 +53,80 @@ def not_checked(check, host, field, why, peer=None, device=None, expected=None):
 
 def compare(check, host, field, expected, actual, hint, peer=None, device=None):
     """A checked finding: passed when ``actual`` equals ``expected``; None ``actual`` = not checked."""
-    if actual is None:
+    if actual is None or expected is None:
         return not_checked(check, host, field, "no value read for %s" % field, peer=peer, device=device, expected=expected)
     return finding(check, host, field, expected, actual, hint, actual == expected, peer=peer, device=device)
 
 
 def check_intent(intent):
-    """The resolved intent (the rdmaops.roce.roce_intent filter's output), checked for the keys used."""
-    if not isinstance(intent, dict):
-        raise InputError("intent must be the resolved fabric intent: roce_fabric | rdmaops.roce.roce_intent", option="intent")
+    """The resolved intent (the rdmaops.roce.roce_intent filter's output), checked for the keys used
+    and resolved again from its user keys: the checks compare against values of known types only."""
+    if not isinstance(intent, Mapping):
+        raise InputError("intent must be the resolved fabric intent (roce_fabric | rdmaops.roce.roce_intent), not %s"
+                         % inputs.describe(intent), option="intent")
     missing = [key for key in INTENT_KEYS if key not in intent]
     if missing:
         raise InputError("intent lacks %s: pass the resolved intent (roce_fabric | rdmaops.roce.roce_intent), not roce_fabric itself"
                          % ", ".join(missing), option="intent")
-    return intent
+    try:
+        return resolve_intent(dict((key, intent[key]) for key in USER_KEYS if key in intent))
+    except IntentError as exc:
+        raise InputError("intent is not a resolved fabric intent (pass roce_fabric | rdmaops.roce.roce_intent unmodified): %s"
+                         % "; ".join(problem.replace("roce_fabric", "intent") for problem in exc.problems), option="intent")
+
+
+def check_fraction(value):
+    """min_bw_fraction: a number (or its decimal text, matched whole) above 0 and at most 1."""
+    if isinstance(value, str) and _FRACTION_TEXT.fullmatch(value):
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError("min_bw_fraction must be a number above 0 and at most 1 (e.g. 0.8), not %s" % inputs.describe(value),
+                         option="min_bw_fraction")
+    if not 0 < value <= 1:
+        raise InputError("min_bw_fraction must be above 0 and at most 1, got %s" % inputs.describe(value), option="min_bw_fraction")
+    return float(value)
 
 
 # hosts -----------------------------------------------------------------------------------------
+def _port_order(name):
+    return (int(name), name) if name.isdigit() and len(name) < 10 else (-1, name)
+
+
+def _ports(rdma):
+    """``([(device, port name, port, netdev)] of ACTIVE RoCE ports, [dev/port whose state is unknown])``."""
+    active, unknown = [], []
+    devices = rdma.get("devices") or {}
+    for dev in sorted(devices):
+        ports = (devices[dev] or {}).get("ports") or {}
+        for num in sorted(ports, key=_port_order):
+            port = ports[num] or {}
+            if port.get("link_layer") is None or (port.get("link_layer") == "Ethernet" and port.get("state") is None):
+                unknown.append("%s/%s" % (dev, num))
+            elif port["link_layer"] == "Ethernet" and port.get("netdev") and port["state"] == "ACTIVE":
+                active.append((dev, num, port, port["netdev"]))
+    return active, unknown
+
+
 def host_findings(host, state, intent):
     """Modules, ports, MTU, active_mtu, GID, QoS (trust, PFC, DSCP map, ECN, ToS, RoCE mode), peermem."""
-    rdma = (state or {}).get("rdma")
-    if not isinstance(rdma, dict) or "devices" not in rdma:
-        return [not_checked("facts", host, "rdma", "no rdma_facts for this host (unreachable, or the facts task failed)")]
+    rdma = state.get("rdma")
+    if not rdma or "devices" not in rdma:
+        return [not_checked("facts", host, "rdma", "no readable rdma_facts for this host (unreachable, a task before fabric_check "
+                                                   "failed on it, or its facts could not be read)")]
     out = []
     modules = rdma.get("modules") or {}
     for name in REQUIRED_MODULES:
         loaded = modules.get(name)
         out.append(compare("modules", host, name, "loaded", None if loaded is None else ("loaded" if loaded else "not loaded"),
                            "load it: modprobe %s (rdmaops.roce.ofed loads and persists the RDMA modules)" % name))
-    ports = [(dev, num, port, netdev) for dev, num, port, netdev in roce_ports(rdma) if port.get("state") == "ACTIVE"]
-    out.append(finding("ports", host, "active_roce_ports", ">= 1", len(ports),
-                       "no ACTIVE Ethernet (RoCE) port with a netdev: check the cable, the link and the driver (ibv_devinfo)",
-                       len(ports) > 0))
+    ports, unknown = _ports(rdma)
+    if ports or not unknown:
+        out.append(finding("ports", host, "active_roce_ports", ">= 1", len(ports),
+                           "no ACTIVE Ethernet (RoCE) port with a netdev: check the cable, the link and the driver (ibv_devinfo)",
+                           len(ports) > 0))
+    else:
+        out.append(not_checked("ports", host, "active_roce_ports", "the link layer or state of %s was not read" % ", ".join(unknown),
+                               expected=">= 1"))
     netdevs = rdma.get("netdevs") or {}
     host_mtu = intent["host_mtu"]
     for dev, num, port, netdev in ports:
@@ -84,33 +136,46 @@ def host_findings(host, state, intent):
                            device=device))
         out.append(compare("mtu", host, "active_mtu", roce_active_mtu(host_mtu, port.get("max_mtu") or 4096), port.get("active_mtu"),
                            "RoCE's active_mtu follows the netdev MTU: fix %s's MTU, then check ibv_devinfo" % netdev, device=device))
-        gid = port.get("roce_v2_ipv4_gid_index")
+        if "roce_v2_ipv4_gid_index" not in port:
+            out.append(not_checked("gid", host, "roce_v2_ipv4_gid_index", "the RoCE v2 GID index was not read", device=device,
+                                   expected="a RoCE v2 IPv4 GID"))
+            continue
+        gid = port["roce_v2_ipv4_gid_index"]  # null: rdma_facts found no RoCE v2 GID with an IPv4 address
         out.append(finding("gid", host, "roce_v2_ipv4_gid_index", "a RoCE v2 IPv4 GID", gid,
                            "no RoCE v2 GID with an IPv4 address on %s: give %s an IPv4 address" % (device, netdev),
                            gid is not None, device=device))
-    out.extend(qos_findings(host, state.get("nic"), ports, intent))
+    out.extend(qos_findings(host, state.get("nic"), ports, intent, state.get("nic_error")))
     if rdma.get("gpus"):
-        loaded = modules.get("nvidia_peermem") or modules.get("nv_peer_mem")
-        out.append(finding("peermem", host, "nvidia_peermem", "loaded", "loaded" if loaded else "not loaded",
-                           "GPUDirect RDMA needs nvidia_peermem: rdmaops.roce.peermem loads and persists it", bool(loaded)))
+        known = [modules[name] for name in ("nvidia_peermem", "nv_peer_mem") if modules.get(name) is not None]
+        if not known:
+            out.append(not_checked("peermem", host, "nvidia_peermem", "no module facts for nvidia_peermem on this GPU host",
+                                   expected="loaded"))
+        else:
+            out.append(finding("peermem", host, "nvidia_peermem", "loaded", "loaded" if any(known) else "not loaded",
+                               "GPUDirect RDMA needs nvidia_peermem: rdmaops.roce.peermem loads and persists it", any(known)))
     return out
 
 
 def _nic_port(nic, dev, num):
     for entry in nic or []:
-        if entry.get("device") == dev and str(entry.get("port")) == str(num):
+        if entry.get("device") == dev and entry.get("port") == num:
             return entry
     return None
 
 
-def qos_findings(host, nic, ports, intent):
+def qos_findings(host, nic, ports, intent, nic_error=None):
     """Trust, PFC, DSCP map, ECN and ToS of every RoCE port, from nic_layer's check-mode ``before``."""
     out = []
     for dev, num, _port, netdev in ports:
         device = "%s/%s" % (dev, num)
         entry = _nic_port(nic, dev, num)
         if entry is None:
-            why = "NIC QoS state not gathered for this port" if nic is not None else "NIC QoS state not gathered (validate_qos off or nic_layer unavailable)"
+            if nic is not None:
+                why = "NIC QoS state not gathered for this port"
+            elif nic_error:
+                why = "NIC QoS state not read: nic_layer failed: %s" % nic_error
+            else:
+                why = "NIC QoS state not gathered (validate_qos off, nic_layer unavailable, or its output could not be read)"
             out.append(not_checked("qos", host, "trust", why, device=device, expected=intent["trust"]))
             out.append(not_checked("ecn", host, "ecn", why, device=device))
             out.append(not_checked("tos", host, "tos", why, device=device, expected=intent["roce_tos"]))
@@ -136,7 +201,7 @@ def _qos_part(host, device, netdev, qos, intent):
     if intent["trust"] == "dscp" and "dscp2prio" in before:
         table = before.get("dscp2prio") or {}
         for dscp, prio in sorted(((int(d), p) for d, p in (intent.get("dscp_to_priority") or {}).items())):
-            have = table.get(str(dscp), table.get(dscp))
+            have = table.get(str(dscp))
             # an empty table maps every DSCP by its top three bits, as the kernel's default does
             if have is None and not table:
                 have = dscp >> 3
@@ -183,7 +248,7 @@ def _tos_part(host, device, dev, num, tos, intent):
 # fleet drift -----------------------------------------------------------------------------------
 def _drift_values(rdma):
     stack = rdma.get("stack") or {}
-    firmware = sorted(set(dev.get("fw_ver") for dev in (rdma.get("devices") or {}).values() if dev.get("fw_ver")))
+    firmware = sorted(set(dev["fw_ver"] for dev in (rdma.get("devices") or {}).values() if dev and dev.get("fw_ver")))
     return dict(stack_version="%s %s" % (stack.get("flavor"), stack.get("version")) if stack.get("flavor") and stack.get("version")
                 else stack.get("flavor"),
                 firmware=", ".join(firmware) or None,
@@ -197,7 +262,7 @@ def drift_findings(hosts):
     values = {}
     for host in sorted(hosts):
         rdma = (hosts[host] or {}).get("rdma")
-        if isinstance(rdma, dict) and "devices" in rdma:
+        if rdma and "devices" in rdma:
             values[host] = _drift_values(rdma)
     out = []
     hints = dict(stack_version="install the same driver stack everywhere (rdmaops.roce.ofed, ofed_version)",
@@ -229,22 +294,24 @@ def switch_mtu_floor(intent):
 
 
 def switch_findings(switches, intent):
-    """Each switch's gathered ``fabric`` and ``interfaces`` against the intent; keys missing = not checked."""
+    """Each switch's gathered ``fabric`` and ``interfaces`` (read by ``inputs``) against the intent;
+    keys missing = not checked. ``switches`` maps each switch to what was read of it."""
     if not switches:
         return [not_checked("switch", "switches", "fabric", "no switch state given (validate_switch_state): switches not checked")]
     out = []
     for name in sorted(switches):
         fabric = (switches[name] or {}).get("fabric")
-        if not isinstance(fabric, dict):
-            out.append(not_checked("switch", name, "fabric", "no gathered fabric state for this switch"))
+        if fabric is None:
+            out.append(not_checked("switch", name, "fabric", "no readable gathered fabric state for this switch (switch_roce "
+                                                             "state=gathered failed or could not reach it, or its state could not be read)"))
             continue
         fix = "rdmaops.roce.switch_roce sets it from roce_fabric"
         for key in SWITCH_SCALARS:
-            out.append(_switch_compare(name, key, intent[key], fabric, "set the switch's %s to %s: %s" % (key, intent[key], fix)))
+            out.append(_switch_compare(name, key, intent[key], fabric.get(key), "set the switch's %s to %s: %s" % (key, intent[key], fix)))
         for key in SWITCH_LISTS:
             have = fabric.get(key)
             want = sorted(intent[key])
-            out.append(_switch_compare(name, key, want, dict(((key, sorted(have) if isinstance(have, list) else have),)),
+            out.append(_switch_compare(name, key, want, sorted(have) if have is not None else None,
                                        "the switch must have %s %s, as every host: %s" % (key.replace("_", " "), want, fix)))
         mtu = fabric.get("switch_mtu")
         floor = switch_mtu_floor(intent)
@@ -254,24 +321,26 @@ def switch_findings(switches, intent):
             out.append(finding("switch", name, "switch_mtu", ">= %s" % floor, mtu,
                                "raise the switch's MTU to %s (host_mtu %s plus headroom)" % (intent["switch_mtu"], intent["host_mtu"]),
                                mtu >= floor))
-        ecn = fabric.get("ecn")
+        ecn = fabric.get("ecn") or {}
         for key in SWITCH_ECN:
             want = (intent.get("ecn") or {}).get(key)
             if want is None:
                 continue
-            out.append(_switch_compare(name, "ecn.%s" % key, want, dict((("ecn.%s" % key, (ecn or {}).get(key)),)),
+            out.append(_switch_compare(name, "ecn.%s" % key, want, ecn.get(key),
                                        "set the switch's ECN/WRED %s to %s: %s" % (key, want, fix)))
         if intent.get("lossless") and "pfc_watchdog" in fabric:
-            on = fabric["pfc_watchdog"]
-            on = on.get("enabled", bool(on)) if isinstance(on, dict) else bool(on)
-            out.append(finding("switch", name, "pfc_watchdog", True, on,
-                               "enable the PFC watchdog: a stuck receiver must not pause the fabric forever", on is True))
+            watchdog = fabric["pfc_watchdog"]
+            on = watchdog.get("enabled") if isinstance(watchdog, dict) else watchdog
+            if on is None:
+                out.append(not_checked("switch", name, "pfc_watchdog", "pfc_watchdog not gathered", expected=True))
+            else:
+                out.append(finding("switch", name, "pfc_watchdog", True, on,
+                                   "enable the PFC watchdog: a stuck receiver must not pause the fabric forever", on is True))
         out.extend(_switch_interfaces(name, (switches[name] or {}).get("interfaces"), intent))
     return out
 
 
-def _switch_compare(name, key, want, fabric, hint):
-    have = fabric.get(key)
+def _switch_compare(name, key, want, have, hint):
     if have is None:
         return not_checked("switch", name, key, "%s not gathered" % key, expected=want)
     return finding("switch", name, key, want, have, hint, have == want)
@@ -281,7 +350,7 @@ def _switch_interfaces(name, interfaces, intent):
     out = []
     for entry in interfaces or []:
         if not isinstance(entry, dict):
-            continue
+            continue  # a name alone: nothing of the port to check
         port = entry.get("name") or entry.get("interface")
         if entry.get("mtu") is not None:
             floor = switch_mtu_floor(intent)
@@ -297,55 +366,163 @@ def _switch_interfaces(name, interfaces, intent):
 
 # measurements ----------------------------------------------------------------------------------
 def _link_gbps(rate):
-    """Gb/s from a port's rate as the kernel writes it (``100 Gb/sec (2X HDR)``)."""
-    try:
-        return float(str(rate).split()[0])
-    except (ValueError, IndexError):
-        return None
+    """Gb/s from a port's rate as the kernel writes it (``100 Gb/sec (2X HDR)``), or None."""
+    match = _LINK_RATE.match(rate or "")
+    return float(match.group(1)) if match else None
 
 
 def _port_rate(hosts, host, device):
     rdma = (hosts.get(host) or {}).get("rdma") or {}
     dev, _sep, num = str(device or "").partition("/")
-    port = (((rdma.get("devices") or {}).get(dev) or {}).get("ports") or {}).get(num or "1") or {}
+    port = ((((rdma.get("devices") or {}).get(dev) or {}).get("ports") or {}).get(num or "1")) or {}
     return _link_gbps(port.get("rate"))
 
 
 def path_findings(pings, intent):
-    """One finding per ping: the largest unfragmented frame the intent's MTU allows got through."""
+    """Per ping record (``(host, ping)``, the host the sender): plain reachability first (the
+    ``reachability`` finding: small pings, ARP on the fabric netdev), then the largest unfragmented
+    frame the intent's MTU allows (``mtu_path``), which only a reachable pair is checked for.
+    Returns ``(findings, measurements, unreachable)``: ``unreachable`` holds each pair (a frozenset
+    of the two hosts) whose small pings failed."""
     out = []
     measurements = []
-    for ping in pings or []:
-        host, peer = ping.get("host"), ping.get("peer")
-        size = ping.get("size")
+    unreachable = set()
+    for host, ping in pings:
+        peer = ping.get("peer")
         if ping.get("skipped"):
             out.append(not_checked("path", host, "mtu_path", ping.get("why") or "not run", peer=peer))
             continue
-        counts = measure.ping_received(ping.get("stdout"))
-        ok = ping.get("rc") == 0 and counts is not None and counts[1] > 0
-        out.append(finding("path", host, "mtu_path", "%s-byte frames unfragmented" % intent["host_mtu"],
-                           "%d/%d replies" % (counts[1], counts[0]) if counts else "no reply (%s)" % _tail(ping.get("stderr") or ping.get("stdout")),
-                           "ping -M do -s %s %s -> %s fails: a host or switch port between them has an MTU below %s "
-                           "(switch ports need %s)" % (size, host, ping.get("address"), intent["host_mtu"], intent["switch_mtu"]),
-                           ok, peer=peer, device=ping.get("address")))
-        measurements.append(measure.measurement("ping", host, "ping -M do", size, "bytes", peer=peer, device=ping.get("address"),
+        if ping.get("rc") is None:
+            out.append(not_checked("path", host, "mtu_path", "the ping's result was not recorded", peer=peer,
+                                   device=ping.get("address")))
+            continue
+        parts = measure.parse_path_check(ping.get("stdout"))
+        if "small" not in parts:
+            # a plain ping -M do (an older role): its output is the jumbo ping's
+            jumbo = (ping["rc"], ping.get("stdout"))
+        else:
+            reached = _reachability(host, ping, parts)
+            out.append(reached)
+            if reached["passed"] is not True:
+                unreachable.add(frozenset((host, peer)))
+                out.append(not_checked("path", host, "mtu_path", "not reachable: see the reachability finding of %s -> %s" % (host, peer),
+                                       peer=peer, device=ping.get("address")))
+                continue
+            if "jumbo" not in parts:
+                out.append(not_checked("path", host, "mtu_path", "the jumbo ping did not run", peer=peer, device=ping.get("address")))
+                continue
+            jumbo = parts["jumbo"]
+        out.append(_mtu_path(host, ping, jumbo, intent))
+        counts = measure.ping_received(jumbo[1])
+        measurements.append(measure.measurement("ping", host, "ping -M do", ping.get("size"), "bytes", peer=peer, device=ping.get("address"),
                                                 detail=dict(replies=counts[1] if counts else 0, sent=counts[0] if counts else None)))
-    return out, measurements
+    return out, measurements, unreachable
+
+
+def _mtu_path(host, ping, jumbo, intent):
+    rc, text = jumbo
+    counts = measure.ping_received(text)
+    ok = rc == 0 and counts is not None and counts[1] > 0
+    return finding("path", host, "mtu_path", "%s-byte frames unfragmented" % intent["host_mtu"],
+                   "%d/%d replies" % (counts[1], counts[0]) if counts else "no reply (%s)" % _tail(ping.get("stderr") or text),
+                   "ping -M do -s %s %s -> %s fails: a host or switch port between them has an MTU below %s "
+                   "(switch ports need %s)" % (ping.get("size"), host, ping.get("address"), intent["host_mtu"], intent["switch_mtu"]),
+                   ok, peer=ping.get("peer"), device=ping.get("address"))
+
+
+def _link_words(netdev, link):
+    """What ``ip -s -j link`` says of a netdev, for a hint: carrier, state, error counters."""
+    if link is None:
+        return None
+    carrier = {True: "carrier up", False: "NO CARRIER", None: "carrier unknown"}[link["carrier"]] if link["up"] else "set down"
+    counters = ", ".join("%s %s %s" % (way.upper(), name.replace("_", " "), link["%s_%s" % (way, name)])
+                         for way, name in measure.LINK_COUNTERS if link["%s_%s" % (way, name)] is not None)
+    return "%s: %s (%s)%s" % (netdev, carrier, link["operstate"] or "state unknown", ", " + counters if counters else "")
+
+
+def _evidence(parts, netdev, address):
+    """``(words, facts)`` from a path check's evidence parts (``neigh``, ``link``, ``kernel``)."""
+    neighbour = measure.parse_neighbour(parts["neigh"][1], address) if "neigh" in parts else None
+    link = measure.parse_link(parts["link"][1]) if "link" in parts else None
+    kernel = measure.kernel_lines(parts["kernel"][1]) if "kernel" in parts else []
+    words = []
+    if neighbour is not None:
+        words.append("neighbour %s %s on %s" % (address, "absent" if neighbour == "none" else neighbour, netdev))
+    if link is not None:
+        words.append(_link_words(netdev, link))
+    if kernel:
+        words.append("kernel: %s" % " | ".join(kernel[-3:]))
+    return words, dict(neighbour=neighbour, link=link, kernel=kernel)
+
+
+def _reachability(host, ping, parts):
+    """The ``reachability`` finding of one path check: passed when the small pings were answered;
+    otherwise what the sender (and, when read, the peer) could see of the path, and where to look."""
+    peer, address, netdev = ping.get("peer"), ping.get("address"), ping.get("netdev") or "the fabric netdev"
+    rc, text = parts["small"]
+    counts = measure.ping_received(text)
+    replies = "%d/%d replies to small pings" % (counts[1], counts[0]) if counts else "no reply to small pings (%s)" % _tail(text)
+    if rc == 0 and counts is not None and counts[1] > 0:
+        return finding("path", host, "reachability", "replies to small pings", replies, "", True, peer=peer, device=netdev)
+    words, seen = _evidence(parts, netdev, address)
+    actual = "; ".join([replies] + ["%s: %s" % (host, word) for word in words])
+    peer_parts = measure.parse_path_check(ping.get("peer_evidence"))
+    peer_seen = dict(link=None, kernel=[])
+    if peer_parts:
+        peer_words, peer_seen = _evidence(peer_parts, ping.get("peer_netdev") or "its fabric netdev", ping.get("source") or host)
+        actual += "".join("; %s: %s" % (peer, word) for word in peer_words)
+    causes = []
+    for who, facts in ((host, seen), (peer, peer_seen)):
+        link = facts.get("link") or {}
+        if link and not link.get("up"):
+            causes.append("%s's fabric netdev is set down (ip link set dev ... up, or the nic role)" % who)
+        elif link.get("carrier") is False:
+            causes.append("%s's fabric netdev has no carrier (the NIC, the cable or the switch port is down)" % who)
+        if facts.get("kernel"):
+            causes.append("%s's kernel reports transmit timeouts or a link down on its fabric netdev: its NIC stopped "
+                          "transmitting (the driver or the NIC needs a reset; a reboot brings it back)" % who)
+        elif link.get("tx_errors"):
+            causes.append("%s's fabric netdev counts %s TX errors" % (who, link["tx_errors"]))
+    if not causes and seen.get("neighbour") in ("INCOMPLETE", "FAILED"):
+        causes.append("%s gets no ARP reply from %s: %s does not answer on the fabric, or a switch port between them drops it"
+                      % (host, address, peer))
+    hint = "%s cannot reach %s (%s) over %s: %s; check the NICs, the cable and the switch port between them (ip -s link show, " \
+           "ip neigh, dmesg on both)" % (host, peer, address, netdev, "; ".join(causes) or "small pings get no reply")
+    return finding("path", host, "reachability", "replies to small pings", actual, hint, False, peer=peer, device=netdev)
 
 
 def _tail(text, lines=2):
-    return " | ".join((text or "").strip().splitlines()[-lines:]) or "no output"
+    return " | ".join((text or "").strip().splitlines()[-lines:])[:400] or "no output"
 
 
-def rdma_findings(runs, hosts, intent, min_bw_fraction):
-    """ib_write_bw against ``min_bw_fraction`` of the slower end's link rate; ib_write_lat recorded."""
+def rdma_findings(runs, hosts, intent, min_bw_fraction, unreachable=()):
+    """ib_write_bw against ``min_bw_fraction`` of the slower end's link rate; ib_write_lat recorded.
+    ``runs`` are ``(host, run)``, the host the client. A pair in ``unreachable`` (its small pings
+    failed) is not checked: the reachability finding names the fault. Returns ``(findings,
+    measurements, unproven)``: ``unproven`` names each test asked for (``requested``) that gave no
+    result on a reachable pair."""
     out = []
     measurements = []
-    for run in runs or []:
-        test, host, peer, device = run.get("test"), run.get("host"), run.get("peer"), run.get("device")
-        check = "rdma_bw" if test == "ib_write_bw" else "rdma_lat"
-        if run.get("skipped"):
-            out.append(not_checked(check, host, test, run.get("why") or "not run", peer=peer, device=device))
+    unproven = []
+    for host, run in runs:
+        test, peer, device = run.get("test"), run.get("peer"), run.get("device")
+        check = "rdma_lat" if test == "ib_write_lat" else "rdma_bw"
+        field = "latency_usec" if test == "ib_write_lat" else "bandwidth_gbps"
+        why = None
+        if frozenset((host, peer)) in unreachable:
+            out.append(not_checked(check, host, field, "not measured: %s and %s do not reach each other (see the path's "
+                                                       "reachability finding)" % (host, peer), peer=peer, device=device))
+            continue
+        if test is None:
+            why = "the run names no test (ib_write_bw or ib_write_lat)"
+        elif run.get("skipped"):
+            why = run.get("why") or "not run"
+        elif run.get("rc") is None:
+            why = "the test's result was not recorded"
+        if why is not None:
+            out.append(not_checked(check, host, field, why, peer=peer, device=device))
+            if run.get("requested"):
+                unproven.append("%s %s -> %s asked for (validate_rdma) but not measured: %s" % (test or "perftest", host, peer, why))
             continue
         tos = run.get("tos")
         base = dict(tos=tos, gid_index=run.get("gid_index"), transport="RC over RDMA-CM")
@@ -379,58 +556,95 @@ def rdma_findings(runs, hosts, intent, min_bw_fraction):
             measurements.append(measure.measurement(test, host, "typical latency", result["t_typical"], "usec", peer=peer, device=device,
                                                     detail=dict(base, **result)))
             out.append(finding(check, host, "latency_usec", "a measurement", result["t_typical"], "", True, peer=peer, device=device))
-    return out, measurements
+    return out, measurements, unproven
 
 
 def nccl_findings(runs):
-    """nccl-tests all_reduce_perf: NCCL's log must show the IB/RoCE transport and GPUDirect RDMA."""
+    """nccl-tests all_reduce_perf: NCCL's log must show the IB/RoCE transport and GPUDirect RDMA.
+    ``runs`` are ``(host, run)``."""
     out = []
-    for run in runs or []:
-        host = run.get("host")
+    for host, run in runs:
         if run.get("skipped"):
             out.append(not_checked("nccl", host, "all_reduce_perf", run.get("why") or "not run"))
+            continue
+        if run.get("rc") is None:
+            out.append(not_checked("nccl", host, "all_reduce_perf", "the run's result was not recorded"))
             continue
         log = run.get("stdout") or ""
         out.append(finding("nccl", host, "transport", "NET/IB", "NET/IB" if "NET/IB" in log else "no NET/IB in NCCL's log",
                            "NCCL did not use the RDMA NICs: check NCCL_IB_HCA and NCCL_IB_GID_INDEX (/etc/nccl.conf)",
-                           run.get("rc") == 0 and "NET/IB" in log))
+                           run["rc"] == 0 and "NET/IB" in log))
         gdr = "GDRDMA" in log or "GPU Direct RDMA Enabled" in log
         out.append(finding("nccl", host, "gpudirect", "GPUDirect RDMA", "enabled" if gdr else "not in NCCL's log",
                            "load nvidia_peermem (rdmaops.roce.peermem) and keep GPU and NIC under one PCIe switch", gdr))
     return out
 
 
+# reading the inputs and the verdict ---------------------------------------------------------------
+def read_inputs(hosts, switches):
+    """``hosts`` and ``switches`` read (``inputs``): ``(host states, switch states, input findings)``.
+    A host's or switch's data that is not the shape its producer writes is left out and named."""
+    if not isinstance(hosts, Mapping) or not hosts:
+        raise InputError("hosts must map each host's name to its state ({rdma, nic, pings, rdma_runs, counters, nccl}): %s given"
+                         % ("none" if not hosts else inputs.describe(hosts)), option="hosts")
+    if switches is not None and not isinstance(switches, Mapping):
+        raise InputError("switches must map each switch's name to its gathered state ({fabric, interfaces}), not %s"
+                         % inputs.describe(switches), option="switches")
+    problems = []
+    states = {}
+    for key in hosts:
+        name, state, found = inputs.read_entry(inputs.HOST, key, hosts[key], "hosts", HOST_SOURCE)
+        states[name] = state or {}
+        problems.extend(found)
+    read_switches = {}
+    for key in switches or {}:
+        name, state, found = inputs.read_entry(inputs.SWITCH, key, switches[key], "switches", "switch_roce's gathered state")
+        read_switches[name] = state or {}
+        problems.extend(found)
+    return states, read_switches, problems
+
+
+def unproven_parts(findings, hosts, switches, unproven):
+    """What keeps the verdict from passing without a failure: nothing checked at all, a host or switch
+    of which nothing could be checked, data that could not be read, and ``unproven`` (tests asked for
+    that gave no result)."""
+    parts = []
+    checked_owners = set(f["host"] for f in findings if f["passed"] is not None)
+    for kind, names in (("host", hosts), ("switch", switches)):
+        for name in sorted(names):
+            if name not in checked_owners:
+                why = [f["hint"] for f in findings if f["host"] == name and f["passed"] is None][:1]
+                parts.append("%s %s: nothing checked%s" % (kind, name, (" (%s)" % why[0]) if why else ""))
+    unreadable = ["%s %s" % (f["host"], f["field"]) for f in findings if f["check"] == "input"]
+    if unreadable:
+        parts.append("data that could not be read: %s" % ", ".join(unreadable[:10] + (["..."] if len(unreadable) > 10 else [])))
+    parts.extend(unproven)
+    if not checked_owners:
+        parts.insert(0, "nothing was checked")
+    return parts
+
+
 def fabric_check(intent, hosts, switches=None, min_bw_fraction=0.8):
     """Everything fabric_check returns: ``{passed, findings, measurements, summary}``. ``hosts`` maps
     each host to what it read and measured: ``rdma`` (facts), ``nic`` (nic_layer's check-mode ports),
     ``pings``, ``rdma_runs`` and ``nccl`` (lists, the host as the sender or client) and ``counters``
-    (``{ports, before, after}``)."""
+    (``{ports, before, after}``). Data of the wrong type or shape is reported, never checked."""
     intent = check_intent(intent)
-    if not isinstance(hosts, dict) or not hosts:
-        raise InputError("hosts must map each host's name to its state ({rdma, nic, pings, rdma_runs, counters, nccl}): none given",
-                         option="hosts")
-    for host, state in hosts.items():
-        if state is not None and not isinstance(state, dict):
-            raise InputError("hosts.%s must be the host's state ({rdma, nic, ...})" % host, option="hosts")
-    if switches is not None and not isinstance(switches, dict):
-        raise InputError("switches must map each switch's name to its gathered state ({fabric, interfaces})", option="switches")
-    try:
-        min_bw_fraction = float(min_bw_fraction)
-    except (TypeError, ValueError):
-        raise InputError("min_bw_fraction must be a number between 0 and 1, got %r" % (min_bw_fraction,), option="min_bw_fraction")
-    if not 0 < min_bw_fraction <= 1:
-        raise InputError("min_bw_fraction must be above 0 and at most 1, got %s" % min_bw_fraction, option="min_bw_fraction")
-    states = dict((host, state or {}) for host, state in hosts.items())
+    min_bw_fraction = check_fraction(min_bw_fraction)
+    states, switch_states, problems = read_inputs(hosts, switches)
     findings = []
     for host in sorted(states):
+        findings.extend(f for f in problems if f["host"] == host)
         findings.extend(host_findings(host, states[host], intent))
+        findings.extend(rail_findings(host, states[host], states))  # multi-rail hosts only
     findings.extend(drift_findings(states))
-    findings.extend(switch_findings(switches, intent))
-    pings = [ping for host in sorted(states) for ping in states[host].get("pings") or []]
-    path, measurements = path_findings(pings, intent)
+    findings.extend(f for f in problems if f["host"] not in states)
+    findings.extend(switch_findings(switch_states, intent))
+    pings = [(host, ping) for host in sorted(states) for ping in states[host].get("pings") or []]
+    path, measurements, unreachable = path_findings(pings, intent)
     findings.extend(path)
-    runs = [run for host in sorted(states) for run in states[host].get("rdma_runs") or []]
-    rdma, rdma_measurements = rdma_findings(runs, states, intent, min_bw_fraction)
+    runs = [(host, run) for host in sorted(states) for run in states[host].get("rdma_runs") or []]
+    rdma, rdma_measurements, unproven = rdma_findings(runs, states, intent, min_bw_fraction, unreachable)
     findings.extend(rdma)
     measurements.extend(rdma_measurements)
     for host in sorted(states):
@@ -438,9 +652,10 @@ def fabric_check(intent, hosts, switches=None, min_bw_fraction=0.8):
         if read:
             measurements.extend(measure.counter_deltas(host, [tuple(p) for p in read.get("ports") or []], read.get("before"),
                                                        read.get("after"), intent["pfc_priorities"]))
-    findings.extend(nccl_findings([run for host in sorted(states) for run in states[host].get("nccl") or []]))
+    findings.extend(nccl_findings([(host, run) for host in sorted(states) for run in states[host].get("nccl") or []]))
     failed = [f for f in findings if f["passed"] is False]
+    unproven = unproven_parts(findings, states, switch_states, unproven)
     summary = dict(checked=sum(1 for f in findings if f["passed"] is not None), failed=len(failed),
                    not_checked=sum(1 for f in findings if f["passed"] is None),
-                   failed_hosts=sorted(set(f["host"] for f in failed)))
-    return dict(passed=not failed, findings=findings, measurements=measurements, summary=summary)
+                   failed_hosts=sorted(set(f["host"] for f in failed)), unproven=unproven)
+    return dict(passed=not failed and not unproven, findings=findings, measurements=measurements, summary=summary)

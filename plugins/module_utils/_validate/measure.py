@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
 # Counters read before and after the tests, by where the driver exposes them (nic-ground-truth
@@ -27,6 +28,9 @@ _BW_UNIT = re.compile(r"BW average\[(\w+)/sec\]")
 _PING_SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
 _COUNTER_PATH = re.compile(r"^/sys/class/infiniband/([^/]+)/ports/(\d+)/hw_counters/([^:/]+):\s*(-?\d+)\s*$")
 _ETHTOOL_STAT = re.compile(r"^\s+([\w.\-\[\]]+):\s*(-?\d+)\s*$")
+_PATH_PART = re.compile(r"^== (small|jumbo|neigh|link|kernel) rc=(-?[0-9]{1,5})$")
+# the link counters a dead path shows (ip -s -j link: stats64)
+LINK_COUNTERS = (("tx", "errors"), ("tx", "dropped"), ("tx", "carrier_errors"), ("rx", "errors"), ("rx", "dropped"))
 
 
 def measurement(kind, host, name, value, unit, peer=None, device=None, detail=None):
@@ -124,3 +128,67 @@ def counter_deltas(host, ports, before_text, after_text, pfc_priorities):
                                                    why="not exposed by this driver" if key not in before and key not in after
                                                    else "read only before or only after the tests")))
     return out
+
+
+def parse_path_check(text):
+    """The validate role's path check (roles/validate/files/path-check.sh) by part:
+    ``{name: (rc, text)}`` for ``small``, ``jumbo``, ``neigh``, ``link``, ``kernel``; empty when
+    ``text`` holds none (a plain ping's output, from an older role)."""
+    parts = {}
+    name = None
+    for line in (text or "").splitlines():
+        match = _PATH_PART.match(line)
+        if match:
+            name = match.group(1)
+            parts[name] = (int(match.group(2)), [])
+        elif name is not None:
+            parts[name][1].append(line)
+    return dict((key, (rc, "\n".join(lines))) for key, (rc, lines) in parts.items())
+
+
+def _json_list(text):
+    try:
+        data = json.loads(text or "")
+    except ValueError:
+        return None
+    return data if isinstance(data, list) else None
+
+
+def parse_neighbour(text, address):
+    """The state of ``address``'s entry in ``ip -j neigh show`` (``INCOMPLETE``, ``FAILED``,
+    ``REACHABLE`` ...; several joined by ``/``), ``"none"`` when there is no entry, None when
+    ``text`` is not that output."""
+    entries = _json_list(text)
+    if entries is None:
+        return None
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("dst") == address:
+            state = entry.get("state")
+            if isinstance(state, list) and all(isinstance(word, str) for word in state) and state:
+                return "/".join(state)
+            return "unknown"
+    return "none"
+
+
+def parse_link(text):
+    """``{up, carrier, operstate, tx_errors, tx_dropped, tx_carrier_errors, rx_errors, rx_dropped}``
+    of the one netdev in ``ip -s -j link show dev NETDEV``, None when ``text`` is not that output.
+    ``up`` is whether it is set up (``UP``); ``carrier`` is False for ``NO-CARRIER``, True for
+    ``LOWER_UP``, None when neither is shown (a netdev set down shows neither)."""
+    entries = _json_list(text)
+    if not entries or not isinstance(entries[0], dict):
+        return None
+    link = entries[0]
+    flags = link.get("flags") if isinstance(link.get("flags"), list) else []
+    out = dict(up="UP" in flags, carrier=False if "NO-CARRIER" in flags else (True if "LOWER_UP" in flags else None),
+               operstate=link.get("operstate") if isinstance(link.get("operstate"), str) else None)
+    stats = link.get("stats64") if isinstance(link.get("stats64"), dict) else {}
+    for way, name in LINK_COUNTERS:
+        value = (stats.get(way) if isinstance(stats.get(way), dict) else {}).get(name)
+        out["%s_%s" % (way, name)] = value if isinstance(value, int) and not isinstance(value, bool) else None
+    return out
+
+
+def kernel_lines(text):
+    """The kernel log lines the path check kept (transmit watchdog, TX timeouts, link down)."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]

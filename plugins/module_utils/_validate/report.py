@@ -19,6 +19,7 @@ from collections import OrderedDict
 from xml.etree import ElementTree
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate import picture
 
 SUITE = "rdmaops.roce validate"
 
@@ -64,14 +65,29 @@ def to_json(report):
                       indent=2, sort_keys=False) + "\n"
 
 
+def verdict(report):
+    """PASSED, FAILED (a check failed) or NOT PROVEN (nothing failed, but a part was not checked at all)."""
+    if report["passed"]:
+        return "PASSED"
+    return "FAILED" if any(f["passed"] is False for f in report["findings"]) else "NOT PROVEN"
+
+
 def to_junit(report):
-    """JUnit XML (the schema CI servers read: testsuites/testsuite/testcase with failure or skipped)."""
+    """JUnit XML (the schema CI servers read: testsuites/testsuite/testcase with failure or skipped).
+    What kept the verdict from passing without a failing check (``summary.unproven``) is one more
+    testcase, ``coverage``, failed: a CI reading only junit.xml must not pass a run that proved nothing."""
     cases = testcases(report["findings"])
-    failures = sum(1 for _c, _h, items in cases if any(i["passed"] is False for i in items))
+    unproven = (report.get("summary") or {}).get("unproven") or []
+    failures = sum(1 for _c, _h, items in cases if any(i["passed"] is False for i in items)) + (1 if unproven else 0)
     skipped = sum(1 for _c, _h, items in cases if all(i["passed"] is None for i in items))
-    suites = ElementTree.Element("testsuites", name=SUITE, tests=str(len(cases)), failures=str(failures), errors="0")
-    suite = ElementTree.SubElement(suites, "testsuite", name=SUITE, tests=str(len(cases)), failures=str(failures),
+    total = len(cases) + (1 if unproven else 0)
+    suites = ElementTree.Element("testsuites", name=SUITE, tests=str(total), failures=str(failures), errors="0")
+    suite = ElementTree.SubElement(suites, "testsuite", name=SUITE, tests=str(total), failures=str(failures),
                                    errors="0", skipped=str(skipped), timestamp=report.get("generated") or "")
+    if unproven:
+        case = ElementTree.SubElement(suite, "testcase", classname="validate.coverage", name="coverage")
+        element = ElementTree.SubElement(case, "failure", type="not proven", message="not proven: %s" % "; ".join(unproven))
+        element.text = "\n".join(unproven)
     for check, host, items in cases:
         case = ElementTree.SubElement(suite, "testcase", classname="validate.%s" % check, name="%s %s" % (check, host))
         failed = [i for i in items if i["passed"] is False]
@@ -95,7 +111,7 @@ def _cell(value):
 
 def to_markdown(report):
     summary = report.get("summary") or {}
-    lines = ["# Fabric validation: %s" % ("PASSED" if report["passed"] else "FAILED"), ""]
+    lines = ["# Fabric validation: %s" % verdict(report), ""]
     intent = report.get("intent") or {}
     if intent:
         lines.append("Intent: preset %s, RoCE DSCP %s on priority %s (ToS %s), CNP DSCP %s on priority %s, PFC on %s, host MTU %s, "
@@ -104,6 +120,10 @@ def to_markdown(report):
                                          intent.get("host_mtu"), intent.get("switch_mtu")))
     lines.append("Generated %s: %s checks passed, %s failed, %s not checked." % (
         report.get("generated"), summary.get("checked", 0) - summary.get("failed", 0), summary.get("failed", 0), summary.get("not_checked", 0)))
+    unproven = summary.get("unproven") or []
+    if unproven:
+        lines += ["", "## Not proven", "", "Nothing of these could be checked, so the validation does not pass:", ""]
+        lines += ["- %s" % part.replace("\n", " ") for part in unproven]
     failed = [f for f in report["findings"] if f["passed"] is False]
     header = ["| check | host | peer | device | field | expected | actual | hint |", "|---|---|---|---|---|---|---|---|"]
     if failed:
@@ -156,7 +176,7 @@ def write_report(report_dir, report, now=None):
                 suffix += 1
                 run_dir = os.path.join(report_dir, "%s-%d" % (stamp, suffix))
         _write(os.path.join(run_dir, "report.json"), to_json(report))
-        _write(os.path.join(run_dir, "report.md"), to_markdown(report))
+        _write(os.path.join(run_dir, "report.md"), picture.with_picture(run_dir, report, to_markdown(report), _write))
         _write(os.path.join(run_dir, "junit.xml"), to_junit(report))
         latest = os.path.join(report_dir, "latest")
         tmp_link = os.path.join(report_dir, ".latest.%d" % os.getpid())

@@ -11,7 +11,9 @@ package) with unknown keys refused, as a typo must be; ``PATCH /nvue_v1/revision
 
 It can be told (:meth:`NvueStandin.behave`, or ``POST /_standin/behave`` with the same keys from a
 playbook) to answer the next applies ``invalid`` (with NVUE's
-``transition.issue`` shape), ``apply_fail``, or never finish, to fail the save, and to name
+``transition.issue`` shape), ``apply_fail`` (nothing took effect), ``apply_fail_partway`` (the first
+half of the revision's changes took effect, then ``apply_fail``: what a real NVUE does when switchd
+fails in the middle of programming a revision), or never finish, to fail the save, and to name
 revisions the old way (``changeset/cumulus/...``, which clients must URL-encode).
 
 Run alone: ``python tests/tools/nvue_standin/standin.py --version 5.12 --port 8765``.
@@ -121,6 +123,32 @@ def merge(config, body):
     return result
 
 
+def leaf_changes(old, new, path=()):
+    """``[(path, value)]``: the leaves that take ``old`` to ``new``, in order (``None``: unset)."""
+    changes = []
+    for key in list(old) + [key for key in new if key not in old]:
+        here = path + (key,)
+        if key not in new:
+            changes.append((here, None))
+        elif isinstance(old.get(key), dict) and isinstance(new[key], dict) and new[key]:
+            changes += leaf_changes(old[key], new[key], here)
+        elif old.get(key) != new[key]:
+            changes.append((here, copy.deepcopy(new[key])))
+    return changes
+
+
+def set_leaf(config, path, value):
+    """``config`` with one leaf change made (``None``: unset), in place."""
+    for key in path[:-1]:
+        if not isinstance(config.get(key), dict):
+            config[key] = {}
+        config = config[key]
+    if value is None:
+        config.pop(path[-1], None)
+    else:
+        config[path[-1]] = value
+
+
 def at_path(tree, parts):
     for part in parts:
         if not isinstance(tree, dict) or part not in tree:
@@ -166,18 +194,22 @@ class NvueStandin:
         self.requests = []
         self.polls_to_apply = polls_to_apply
         self.id_style = id_style
-        self.apply_mode = "ok"  # ok | invalid | apply_fail | never
+        self.apply_mode = "ok"  # ok | invalid | apply_fail | apply_fail_partway | never
         self.save_mode = "ok"  # ok | fail
         self.lock = threading.Lock()
         self._ids = itertools.count(1)
         self.server = None
 
-    def behave(self, apply="ok", save="ok", id_style=None):
-        """How the next applies and saves answer (and how new revisions are named)."""
+    def behave(self, apply="ok", save="ok", id_style=None, applied=None):
+        """How the next applies and saves answer (and how new revisions are named); ``applied``
+        replaces the applied configuration (a switch someone else configured, or one answering a
+        shape NVUE's model would not)."""
         with self.lock:
             self.apply_mode, self.save_mode = apply, save
             if id_style:
                 self.id_style = id_style
+            if applied is not None:
+                self.applied = copy.deepcopy(applied)
 
     def created(self):
         """The ids of every revision created so far."""
@@ -374,6 +406,19 @@ class NvueStandin:
         elif mode == "apply_fail":
             revision["state"] = "apply_fail"
             revision["transition"]["progress"] = "switchd: failed to program the QoS configuration; rolled back"
+        elif mode == "apply_fail_partway":
+            # Part of the revision took effect before switchd failed, and NVUE did not roll it back.
+            target = self.applied
+            for patch in revision["patches"]:
+                target = merge(target, patch)
+            changes = leaf_changes(self.applied, target)
+            done = copy.deepcopy(self.applied)
+            for path, value in changes[:(len(changes) + 1) // 2]:
+                set_leaf(done, path, value)
+            self.applied = done
+            revision["state"] = "apply_fail"
+            revision["transition"]["progress"] = ("switchd: failed to program the QoS configuration after %d of %d "
+                                                  "changes" % ((len(changes) + 1) // 2, len(changes)))
         else:
             # Applied on top of what is applied now (another revision may have been applied since).
             config = self.applied

@@ -208,6 +208,49 @@ def test_qemu_command_line():
     assert "systemd.machine_id=" + lab.machine_id("inst") in joined
 
 
+def test_two_rails_give_each_vm_a_second_nic_on_its_own_leaf_in_the_same_subnet(tmp_path):
+    vms = lab.plan_lab("/run/rdmaops-lab", 4, rails=2)["vms"]
+    assert [vm["rail2_address"] for vm in vms.values()] == [
+        "198.18.0.21/24", "198.18.0.22/24", "198.18.0.23/24", "198.18.0.24/24"]
+    assert vms["vm1"]["rail2_mac"] == "52:54:00:18:00:21"
+    taps = [tap for vm in vms.values() for tap, _bridge in lab.vm_taps(vm)]
+    assert len(set(taps)) == 8 and all(len(tap) <= 15 for tap in taps)
+    assert lab.vm_taps(vms["vm2"]) == [(vms["vm2"]["tap"], "br-fabric"), (vms["vm2"]["rail2_tap"], "br-rail2")]
+    assert lab.rxe_devices(vms["vm2"]) == ["rxe0", "rxe1"]
+    macs = [vm[key] for vm in vms.values() for key in ("mgmt_mac", "fabric_mac", "rail2_mac")]
+    assert len(set(macs)) == 12
+    # one rail: no second NIC, and the lab is what it was
+    one = lab.plan_lab("/run/rdmaops-lab", 2, rails=1)["vms"]["vm1"]
+    assert "rail2_tap" not in one and lab.vm_taps(one) == [(one["tap"], "br-fabric")] and lab.rxe_devices(one) == ["rxe0"]
+    assert "rail2" not in lab.vm_env(one, "i") and "rail2" not in " ".join(lab.qemu_argv(one, "/i", "/d", 1024, "i"))
+    # the second NIC reaches the image (fw_cfg vm.env) and QEMU (its tap at PCI slot 7: ens7)
+    env = tmp_path / "vm.env"
+    env.write_text(lab.vm_env(vms["vm2"], "i"))
+    out = subprocess.run(["sh", "-c", '. "$1"; echo "$RDMAOPS_LAB_RAIL2_MAC|$RDMAOPS_LAB_RAIL2_ADDRESS"', "sh", str(env)],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "52:54:00:18:00:22|198.18.0.22/24"
+    joined = " ".join(lab.qemu_argv(vms["vm2"], "/i", "/d", 1024, "i"))
+    assert "tap,id=rail2,ifname=%s," % vms["vm2"]["rail2_tap"] in joined
+    assert "virtio-net-pci,netdev=rail2,mac=52:54:00:18:00:22,addr=0x7," in joined
+    # the inventory: each VM's place in roce_fabric.rails, or rails off in a one-rail lab
+    assert "roce_rail_index: 2" in lab.render_inventory(vms) and "lab_rail2_address: 198.18.0.22/24" in lab.render_inventory(vms)
+    assert "nic_rails_enabled: false" in lab.render_inventory({"vm1": one})
+
+
+def test_a_one_rail_vm_beside_two_rail_vms_gets_no_rail_2_pings():
+    vms = lab.plan_lab("/run/rdmaops-lab", 2, rails=2)["vms"]
+    vms["vm3"] = lab.plan_lab("/run/rdmaops-lab", 3, rails=1)["vms"]["vm3"]
+    inventory = lab.render_inventory(vms)
+    assert inventory.count("roce_rail_index:") == 2 and inventory.count("nic_rails_enabled: false") == 1
+
+
+def test_rails_is_an_up_option_of_one_or_two():
+    assert lab.parse_args(["up"]).rails == lab.DEFAULT_RAILS == 2
+    assert lab.parse_args(["up", "--rails", "1"]).rails == 1
+    with pytest.raises(SystemExit):
+        lab.parse_args(["up", "--rails", "3"])
+
+
 # --------------------------------------------------------------------------- recipe hash
 
 
@@ -319,7 +362,7 @@ def test_missing_tools_name_the_debian_package(monkeypatch):
 def test_committed_inventory_is_the_rendered_default():
     with open(os.path.join(REPO, "inventories", "lab", "hosts.yml"), encoding="utf-8") as handle:
         committed = handle.read()
-    assert committed == lab.render_inventory(lab.plan_lab(lab.DEFAULT_STATE_DIR, lab.DEFAULT_VMS)["vms"])
+    assert committed == lab.render_inventory(lab.plan_lab(lab.DEFAULT_STATE_DIR, lab.DEFAULT_VMS, rails=lab.DEFAULT_RAILS)["vms"])
 
 
 def test_rendered_inventory_for_a_state_directory(tmp_path):
@@ -378,8 +421,13 @@ def test_ansible_reads_a_written_inventory_with_the_lab_group_vars(tmp_path):
 def test_lab_group_vars_hold_the_lossless_intent():
     with open(os.path.join(REPO, "inventories", "lab", "group_vars", "all.yml"), encoding="utf-8") as handle:
         intent = yaml.safe_load(handle)["roce_fabric"]
+    rails = intent.pop("rails")
     assert intent == {"preset": "lossless", "roce_dscp": 26, "roce_priority": 3, "cnp_dscp": 48,
                       "cnp_priority": 6, "host_mtu": 9000, "switch_mtu": 9216}
+    # the two rails: rxe0's and rxe1's netdevs, vmN (roce_rail_index N) at .1N and .2N as lab.py addresses them
+    assert [(r["name"], r["rdma_device"], r["host_offset"]) for r in rails] == [("rail1", "rxe0", 9), ("rail2", "rxe1", 19)]
+    assert rails[0]["subnet"] == lab.DEFAULT_FABRIC_SUBNET and "198.18.0.0/24" in rails[1]["subnet"]
+    assert lab.FABRIC_HOST_OFFSET == rails[0]["host_offset"] + 1 and lab.RAIL2_HOST_OFFSET == rails[1]["host_offset"] + 1
 
 
 # --------------------------------------------------------------------------- summary, build helpers

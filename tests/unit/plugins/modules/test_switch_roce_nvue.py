@@ -198,3 +198,38 @@ def test_rendered_and_parsed_need_no_switch_and_os_comes_from_the_task_or_the_in
     assert "set os" in results["no os"]["msg"] and "ansible_network_os" in results["no os"]["msg"]
     unknown = results["unknown network os"]["msg"]
     assert "ansible_network_os=junipernetworks.junos.junos names no NOS switch_roce knows" in unknown
+
+
+def test_an_apply_that_fails_part_way_is_failed_and_changed_saying_what_differs(tmp_path):
+    # The stand-in applies the first half of the revision's changes, then ends it in apply_fail, as NVUE
+    # does when switchd fails in the middle of programming a revision.
+    config = {"fabric": {}, "interfaces": ["swp1", "swp2"]}
+    tasks = [
+        behave(apply="apply_fail_partway"), failing("part way", config=config),
+        behave(apply="apply_fail"), failing("nothing applied", config=config),
+        behave(apply="ok"), task("gathered", state="gathered"),
+    ]
+    with nvuesite.standin("5.12", applied=copy.deepcopy(OTHER)) as switch:
+        inventory = nvuesite.inventory(tmp_path / "hosts.yml", switch)
+        rc, results, stats = nvuesite.playbook(write(tmp_path, tasks), inventory, tmp_path)
+        got = dict(results)
+        assert stats["failures"] == 0 and stats["ignored"] == 2, results
+        part = got["part way"]
+        assert part["failed"] is True and part["changed"] is True, part
+        assert part["revision"] == "1" and part["nvue_state"] == "apply_fail"
+        assert "NVUE could not apply revision 1 (apply_fail): switchd: failed to program" in part["msg"]
+        assert "the applied configuration now differs from before at " in part["msg"]
+        assert "inspect revision 1" in part["msg"]
+        assert "unchanged" not in part["msg"]
+        # what differs: the places, each one a real difference between before and now
+        assert part["differences"], part
+        assert all(place in part["msg"] for place in part["differences"][:8])
+        assert switch.applied != OTHER
+        # before is what was read before the change; after is what the switch holds now
+        assert part["before"] == {"fabric": {}, "interfaces": []}
+        assert part["after"] == got["gathered"]["gathered"] != part["before"]
+        # a later run that applies nothing keeps saying the truth: the second failure changed nothing
+        nothing = got["nothing applied"]
+        assert nothing["failed"] is True and nothing["changed"] is False
+        assert "the applied configuration is unchanged" in nothing["msg"]
+        assert nothing["differences"] == []

@@ -134,8 +134,10 @@ def test_plan_result_and_diff():
         {"before": {"tos": 0}, "after": {"tos": 106}},
         {"before": "", "after": "b\n", "before_header": "/etc/x.conf", "after_header": "/etc/x.conf"},
     ]
+    assert result["disruption"] == "online"
+    assert result["disruptive_changes"] == []
     empty = Plan().result(check_mode=False, diff_mode=True)
-    assert empty == {"changed": False, "changes": [], "diff": []}
+    assert empty == {"changed": False, "changes": [], "diff": [], "disruption": "none", "disruptive_changes": []}
 
 
 # -- files -----------------------------------------------------------------------------------

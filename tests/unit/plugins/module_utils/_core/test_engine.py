@@ -18,7 +18,12 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence imp
     unit_name,
     valid_unit_name,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import ApplyError, Plan
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import (
+    DISRUPTION_CLASSES,
+    ApplyError,
+    Plan,
+    highest_disruption,
+)
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.redact import MASK
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import (
     absolute_path,
@@ -109,11 +114,14 @@ class FileAndValue(Engine):
         before = self.box.value
         plan.add("value", before, self.params.get("value", 9000), lambda: self.box.set(self.params.get("value", 9000)),
                  "set value %s" % self.params.get("value", 9000),
-                 undo=(lambda: self.box.set(before)) if not self.params.get("no_undo") else None)
+                 undo=(lambda: self.box.set(before)) if not self.params.get("no_undo") else None,
+                 disruption=self.params.get("value_class", "online"))
         if self.params.get("fail_change"):
             plan.add("later", 0, 1, self._fail, "a later change")
         if self.params.get("fail_step") is not None:
             plan.then("activate", self._fail, validates=self.params["fail_step"])
+        if self.params.get("step_class"):
+            plan.then("restart the driver", lambda: None, disruption=self.params["step_class"])
 
     def _fail(self):
         raise RdmaopsError("activation failed for https://user:tok3n@repo.example/x", hint="see the log")
@@ -524,3 +532,56 @@ def test_path_options_with_dotdot_or_outside_their_directory_are_refused(value):
     with pytest.raises(InputError):
         absolute_path("path", value, under="/etc/modprobe.d")
     assert absolute_path("path", "/etc/modprobe.d/x.conf", under="/etc/modprobe.d") == "/etc/modprobe.d/x.conf"
+
+
+# -- disruption classes and max_disruption ------------------------------------------------------
+def test_disruption_is_the_highest_class_of_the_changes_in_check_mode(tree):
+    kind, result, _module = run(FileAndValue, tree, params=dict(value_class="link_reset"), check_mode=True)
+    assert kind == "exit"
+    assert result["changed"] is True
+    assert result["disruption"] == "link_reset"
+    assert result["disruptive_changes"] == ["link_reset: set value 9000"]
+    assert STATE["box"].sets == [] and conf(tree) == OURS
+
+
+def test_a_step_counts_only_when_there_are_changes(tree):
+    kind, result, _module = run(FileAndValue, tree, params=dict(value=1500, text=OURS, step_class="driver_restart"),
+                                check_mode=True)
+    assert (kind, result["changed"], result["disruption"], result["disruptive_changes"]) == ("exit", False, "none", [])
+    kind, result, _module = run(FileAndValue, tree, params=dict(step_class="driver_restart"), check_mode=True)
+    assert result["disruption"] == "driver_restart"
+    assert result["disruptive_changes"] == ["driver_restart: restart the driver"]
+
+
+def test_max_disruption_holds_a_more_disruptive_plan_back_whole(tree):
+    kind, result, _module = run(FileAndValue, tree, params=dict(value_class="link_reset", max_disruption="online"))
+    assert kind == "exit"
+    # all or nothing: not even the file (an online change) is written
+    assert conf(tree) == OURS and STATE["box"].sets == []
+    assert result["changed"] is False and result["changes"] == []
+    assert result["held_back"] is True
+    assert result["disruption"] == "link_reset"
+    assert result["pending"] == ["update /etc/modprobe.d/x.conf", "set value 9000"]
+
+
+def test_max_disruption_at_or_above_the_plan_applies_it(tree):
+    for limit in ("link_reset", "reboot"):
+        STATE["box"] = Box(1500)
+        (tree / "etc/modprobe.d/x.conf").write_text(OURS)
+        kind, result, _module = run(FileAndValue, tree, params=dict(value_class="link_reset", max_disruption=limit))
+        assert kind == "exit" and result["changed"] is True and "held_back" not in result
+        assert STATE["box"].value == 9000
+
+
+def test_max_disruption_online_applies_an_online_plan_in_place(tree):
+    kind, result, _module = run(FileAndValue, tree, params=dict(max_disruption="online"))
+    assert kind == "exit" and result["changed"] is True and result["disruption"] == "online"
+    assert STATE["box"].value == 9000 and "held_back" not in result
+
+
+def test_an_unknown_class_is_a_programming_error():
+    with pytest.raises(ValueError):
+        Plan().add("x", 0, 1, lambda: None, "x", disruption="sometimes")
+    assert highest_disruption([]) == "none"
+    assert highest_disruption(["online", "reboot", "link_reset"]) == "reboot"
+    assert list(DISRUPTION_CLASSES) == ["none", "online", "link_reset", "driver_restart", "reboot"]

@@ -172,3 +172,30 @@ def test_captured_host_without_rdma(tmp_path):
     assert facts["stack"]["kernel"] == manifest["meta"]["kernel"]
     assert not any(facts["modules"].values())
     assert facts["warnings"] == []
+
+
+# ip -N -j -4/-6 rule show, iproute2 6.1 (Debian 12), in a network namespace with the two rules
+# nic_layer's rails add for ens1f0np0's two addresses (two rails in one subnet on one netdev would be
+# refused by the plan; here one netdev carries tables 100 and 101 to show both entries)
+RULES_V4 = ('[{"priority":0,"src":"all","table":"255"},{"priority":1000,"src":"192.168.100.12","table":"100"},'
+            '{"priority":1000,"src":"192.168.101.12","table":"101"},{"priority":32766,"src":"all","table":"254"},'
+            '{"priority":32767,"src":"all","table":"253"}]')
+RULES_V6 = '[{"priority":0,"src":"all","table":"255"},{"priority":32766,"src":"all","table":"254"}]'
+
+
+def test_rails_are_reported_only_where_nic_layer_named_the_tables(tmp_path):
+    manifest = cx7_doca.manifest()
+    manifest["entries"]["/etc/iproute2/rt_tables.d/rdmaops.conf"] = {"type": "file", "content": (
+        "# Managed by rdmaops.roce (nic_layer rails): one routing table per RDMA netdev.\n"
+        "# rail rail0\n100\trdmaops_ens1f0np0\n# rail rail1\n101\trdmaops_ens1f0np0_101\n")}
+    manifest["commands"]["ip -N -j -4 rule show"] = {"rc": 0, "stdout": RULES_V4, "stderr": ""}
+    manifest["commands"]["ip -N -j -6 rule show"] = {"rc": 0, "stdout": RULES_V6, "stderr": ""}
+    facts, module = gather(tmp_path, manifest)
+    netdev = facts["netdevs"]["ens1f0np0"]
+    assert netdev["rails"] == [
+        {"rail": "rail0", "table": 100, "table_name": "rdmaops_ens1f0np0", "rules": ["1000 from 192.168.100.12 lookup 100"]},
+        {"rail": "rail1", "table": 101, "table_name": "rdmaops_ens1f0np0_101", "rules": ["1000 from 192.168.101.12 lookup 101"]},
+    ]
+    assert netdev["ipv6"] == []
+    assert "rails" not in facts["netdevs"]["ens1f1np1"]  # a netdev on no rail keeps today's keys
+    assert sorted(module.calls) == ["ibv_devinfo", "ip -N -j -4 rule show", "ip -N -j -6 rule show", "ip -j addr show", "ofed_info -s"]

@@ -74,6 +74,8 @@ def test_first_run_loads_in_order_and_writes_one_file(tmp_path):
     assert result["loaded_now"] == ["rdma_cm", "ib_uverbs", "ib_umad"]
     assert result["already_loaded"] == [] and result["builtin"] == []
     assert result["changes"] == ["load rdma_cm", "load ib_uverbs", "load ib_umad", "write " + LOAD_FILE]
+    # loading a module disrupts nothing that runs
+    assert result["disruption"] == "online" and result["disruptive_changes"] == []
     assert (tmp_path / LOAD_FILE.lstrip("/")).read_text() == HEADER + "rdma_cm\nib_uverbs\nib_umad\n"
     assert oct(os.stat(str(tmp_path / LOAD_FILE.lstrip("/"))).st_mode & 0o777) == "0o644"
     assert not (tmp_path / PROBE_FILE.lstrip("/")).exists()
@@ -247,6 +249,9 @@ def test_absent_removes_our_entries_and_keeps_modules_loaded(tmp_path):
     assert (tmp_path / "sys/module/ib_uverbs").is_dir()
     result, sim = run(tmp_path, names=["rdma_cm", "ib_uverbs"], state="absent", unload=True)
     assert result["unloaded"] == ["ib_uverbs", "rdma_cm"]
+    # unloading the RDMA core takes every RDMA user down with it
+    assert result["disruption"] == "driver_restart"
+    assert "driver_restart: unload rdma_cm" in result["disruptive_changes"]
     assert not (tmp_path / LOAD_FILE.lstrip("/")).exists()
     assert not (tmp_path / "sys/module/rdma_cm").exists()
     again, _sim = run(tmp_path, names=["rdma_cm", "ib_uverbs"], state="absent", unload=True)

@@ -87,6 +87,9 @@ def test_check_mode_predicts_and_changes_nothing(lab):
     ]
     assert result["before"] == {"runtime": {"ens4": 1500}, "persistent": {"ens4": None}}
     assert result["after"] == {"runtime": {"ens4": 9000}, "persistent": {"ens4": 9000}}
+    # the live MTU resets the link; the persisted stanza alone changes nothing that runs
+    assert result["disruption"] == "link_reset"
+    assert result["disruptive_changes"] == ["link_reset: runtime: ip link set dev ens4 mtu 9000 (was 1500)"]
     assert snapshot(lab) == before
     assert sets(lab) == []
     file_diff = result["diff"][1]

@@ -515,6 +515,7 @@ def test_gather_status_steady_doca_host(tmp_path):
     assert (result["provider"], result["needed"]) == ("doca", "none")
     assert problems == [] and warnings == []
     assert result["activation"] == "none"
+    assert result["disruption"] == "none"
     assert result["removal"] == dict(packages=["doca-ofed"], uninstall_script="/usr/sbin/ofed_uninstall.sh")
     assert result["kernels"][0]["dkms"] == {"mlnx-ofed-kernel": "installed"}
 
@@ -556,6 +557,8 @@ def test_gather_status_new_driver_not_loaded_under_management(tmp_path):
     result, problems, warnings = status.gather_status(HostRoot(str(tmp_path)), runner, params, stack)
     assert result["restart_required"] and result["management"]["on_ofed_driver"]
     assert result["activation"] == "pending"
+    # the new driver waits for a restart nobody allowed: the rollout must drain before it
+    assert result["disruption"] == "driver_restart"
     assert warnings and "ens1f0np0" in warnings[0]
     consent, _p, _w = status.gather_status(HostRoot(str(tmp_path)), runner, dict(params, allow_driver_restart=True), stack)
     assert consent["activation"] == "restart"
@@ -577,3 +580,32 @@ def test_make_log_of_another_kernel_is_not_shown(tmp_path):
     assert pkg.make_log_tail(host, "mlnx-ofed-kernel", OFED_V, "6.8.0-48-generic", "x86_64") == (None, None)
     path, tail = pkg.make_log_tail(host, "mlnx-ofed-kernel", OFED_V, "6.8.0-49-generic", "x86_64")
     assert path == log and tail.endswith("error: bad")
+
+
+# -- how disruptive the ofed layer's run would be ------------------------------------------------
+@pytest.mark.parametrize(
+    "needed, target, activation, reboot, can_restart, unblocked, expected",
+    [
+        # nothing to install and the loaded driver is the installed one
+        ("none", "doca_ofed", "none", "when_required", True, True, "none"),
+        # the inbox userspace packages: nothing that runs is touched
+        ("install", "inbox", "none", "when_required", False, True, "online"),
+        # a new OFED stack loaded by an openibd restart, allowed
+        ("install", "doca_ofed", "none", "when_required", True, True, "driver_restart"),
+        ("upgrade", "mlnx_ofed", "none", "when_required", True, True, "driver_restart"),
+        # ... a restart that something blocks (management path, storage) without consent: a reboot
+        ("upgrade", "doca_ofed", "none", "when_required", True, False, "reboot"),
+        # ... no openibd: a reboot where the policy allows one, else still a driver restart pending
+        ("install", "doca_ofed", "none", "when_required", False, True, "reboot"),
+        ("install", "doca_ofed", "none", "never", False, True, "driver_restart"),
+        ("switch", "inbox", "none", "when_required", False, True, "reboot"),
+        # ofed_reboot: always reboots whenever the stack changes
+        ("upgrade", "doca_ofed", "none", "always", True, True, "reboot"),
+        # installed already, but the loaded driver is the old one: today's activation decides
+        ("none", "doca_ofed", "restart", "when_required", True, True, "driver_restart"),
+        ("none", "doca_ofed", "reboot", "when_required", False, True, "reboot"),
+        ("none", "doca_ofed", "pending", "never", False, True, "driver_restart"),
+    ],
+)
+def test_predict_disruption(needed, target, activation, reboot, can_restart, unblocked, expected):
+    assert status.predict_disruption(needed, target, activation, reboot, can_restart, unblocked) == expected

@@ -149,6 +149,7 @@ def test_check_mode_runs_no_set_and_predicts(standin):
     assert all("set" not in argv for argv in standin.argv_log())
     assert result["after"]["LINK_TYPE_P1"]["next_boot"] == "IB"
     assert result["reboot_required"] is True
+    assert result["disruption"] == "reboot"
     assert result["commands"] == ["mlxconfig -d %s -e q" % DEV]
 
 

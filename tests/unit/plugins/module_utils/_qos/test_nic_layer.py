@@ -92,12 +92,19 @@ def test_every_part_of_a_port_in_one_plan_then_nothing_to_do(tmp_path):
     written = host.settings()
     again, _ctx = host.run()
     assert again["changed"] is False and again["changes"] == [] and host.settings() == written
+    assert again["disruption"] == "none"
 
 
 def test_check_mode_predicts_and_touches_nothing(tmp_path):
     host = Host(tmp_path)
     result, _ctx = host.run(check_mode=True)
     assert result["changed"] is True and host.settings() == []
+    # trust and PFC break the port's RDMA connections: the host's run is a link reset
+    assert result["disruption"] == "link_reset"
+    assert any(line.startswith("link_reset: ens1f0np0: set trust") for line in result["disruptive_changes"])
+    assert any(line.startswith("link_reset: ens1f0np0: set pfc") for line in result["disruptive_changes"])
+    # the ToS, ECN and the boot re-apply change in place: not listed as disruptive
+    assert not any("default_roce_tos" in line or "/ecn/" in line for line in result["disruptive_changes"])
     assert host.read("/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos") == "0\n"
     assert not (host.root / boot.SCRIPT_PATH.lstrip("/")).exists()
 

@@ -8,6 +8,7 @@ import pytest
 
 import nvuesite
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch import nvue
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.profile import resolve_config, resolve_mtu
 
@@ -142,9 +143,12 @@ def test_parse_reads_nv_config_show_json_change_sets():
 
 
 def test_parse_refuses_text_that_is_not_a_json_object():
-    with pytest.raises(InputError) as err:
+    # the driver says where; the engine puts it under running_config (tests/unit/.../test_resource.py)
+    with pytest.raises(ReadError) as err:
         nvue.parse("interface swp1\n mtu 9216", "5.12")
-    assert err.value.details["option"] == "running_config"
+    assert err.value.where == "line 1, column 1"
+    with pytest.raises(ReadError, match="where an NVUE configuration tree"):
+        nvue.parse("[1, 2]", "5.12")
 
 
 def _leaves(tree):

@@ -15,6 +15,7 @@ import pytest
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch import sonic
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.profile import resolve_config, resolve_mtu
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -31,6 +32,8 @@ VARIED = [
     {},
     {"roce_dscp": 24, "roce_priority": 4, "cnp_dscp": 46, "cnp_priority": 5},
     {"preset": "lossy_ecn"},
+    # no PFC and ECN on the default queue too: RoCE is still the class its DSCP maps to (found by hypothesis)
+    {"preset": "lossy_ecn", "ecn_priorities": [0, 3]},
     {"pfc_watchdog": False},
     {"ecn": {"min_threshold_bytes": 100000, "max_threshold_bytes": 400000, "probability_percent": 20},
      "ets": {"roce_percent": 70, "default_percent": 30}},
@@ -118,8 +121,10 @@ def test_parse_stock_azure_reports_what_it_says():
 
 
 def test_parse_refuses_text_that_is_not_configdb():
-    with pytest.raises(InputError):
+    with pytest.raises(ReadError, match="line 1, column 1"):
         sonic.parse("interface Ethernet1\n", "202511")
+    with pytest.raises(ReadError, match="where CONFIG_DB's tables"):
+        sonic.parse("[]", "202511")
     assert sonic.parse("{}", "202511") == {"fabric": {}, "interfaces": []}
 
 
@@ -246,45 +251,70 @@ def test_the_yang_oracle_rejects_what_sonic_rejects():
 class FakeRunner:
     """Answers the SONiC commands with scripted return codes (the container test runs the real ones)."""
 
-    def __init__(self, rcs):
+    def __init__(self, rcs, dbs=None):
         self.rcs = rcs
         self.commands = []
+        # what each `sonic-cfggen -d --print-data` prints, in turn (the last one again after that)
+        self.dbs = list(dbs or [{}])
 
     def run(self, argv, check=True):
-        self.commands.append(" ".join(argv[:2]) if argv[1] != "apply-patch" else "config apply-patch")
-        rc = self.rcs.get(" ".join(argv[:2]), 0)
-
         class Result:
             pass
         result = Result()
+        if argv[0] == "sonic-cfggen":
+            db = self.dbs.pop(0) if len(self.dbs) > 1 else self.dbs[0]
+            result.rc, result.stdout, result.stderr = 0, json.dumps(db), ""
+            return result
+        self.commands.append(" ".join(argv[:2]) if argv[1] != "apply-patch" else "config apply-patch")
+        rc = self.rcs.get(" ".join(argv[:2]), 0)
         result.rc, result.stdout, result.stderr = rc, "", "stand-in said no" if rc else ""
         return result
 
 
 class Ctx:
-    def __init__(self, rcs):
-        self.runner = FakeRunner(rcs)
+    def __init__(self, rcs, dbs=None):
+        self.runner = FakeRunner(rcs, dbs)
         self.warnings = []
 
     def warn(self, msg):
         self.warnings.append(msg)
 
 
+def _applied(ctx, ops):
+    switch = sonic.connect(ctx)
+    switch.read()  # the engine reads before it plans: that read is the "before" of a failed apply
+    switch.apply(ops)
+
+
 def test_apply_tells_the_truth_about_rollback():
     ops = [{"op": "add", "path": "/PORT/Ethernet0/mtu", "value": "9216"}]
     ctx = Ctx({})
-    sonic.connect(ctx).apply(ops)
+    _applied(ctx, ops)
     assert ctx.runner.commands == ["config checkpoint", "config apply-patch", "config delete-checkpoint"]
     ctx = Ctx({"config apply-patch": 1})
     with pytest.raises(RdmaopsError) as err:
-        sonic.connect(ctx).apply(ops)
+        _applied(ctx, ops)
     assert err.value.details["checkpoint_restored"] is True and "left_changed" not in err.value.details
     assert ctx.runner.commands == ["config checkpoint", "config apply-patch", "config rollback",
                                    "config delete-checkpoint"]
     ctx = Ctx({"config apply-patch": 1, "config rollback": 1})
     with pytest.raises(RdmaopsError) as err:
-        sonic.connect(ctx).apply(ops)
+        _applied(ctx, ops)
     assert err.value.details["left_changed"] is True and "config rollback" in err.value.msg
+
+
+def test_a_rollback_that_says_done_is_checked_by_reading_configdb_again():
+    ops = [{"op": "add", "path": "/PORT/Ethernet0/mtu", "value": "9216"}]
+    before = {"PORT": {"Ethernet0": {"mtu": "9100"}}}
+    left = {"PORT": {"Ethernet0": {"mtu": "9216"}}}
+    ctx = Ctx({"config apply-patch": 1}, dbs=[before, left])
+    with pytest.raises(RdmaopsError) as err:
+        _applied(ctx, ops)
+    assert err.value.details["left_changed"] is True and err.value.details["checkpoint_restored"] is False
+    assert err.value.details["differences"] == ["PORT|Ethernet0"]
+    assert "reported success, yet CONFIG_DB differs from before at PORT|Ethernet0" in err.value.msg
+    # the checkpoint is kept for the user to roll back by hand
+    assert "config delete-checkpoint" not in ctx.runner.commands
 
 
 class FakeSwitch:

@@ -103,6 +103,8 @@ def test_acs_disable_clears_the_gpu_paths_and_writes_the_boot_unit(tmp_path):
     assert acs["redirecting_before"] == dict((bdf, ["ReqRedir", "CmpltRedir"]) for bdf in ON_PATHS)
     assert acs["redirecting_after"] == {}
     assert outcome["gpudirect"]["acs"]["redirecting_on_gpu_paths"] == []
+    # peer-to-peer DMA re-routed under a job: classed with a link reset (the boot unit is online)
+    assert plan.disruption == "link_reset"
     with open(unit_path(tmp_path)) as handle:
         unit = handle.read()
     assert [line for line in unit.splitlines() if line.startswith("ExecStart=")] == [
@@ -179,8 +181,10 @@ def test_grubby_adds_iommu_pt_to_every_entry(tmp_path):
     assert iommu["method"] == "grubby" and iommu["missing_before"] == ["iommu=pt"]
     assert iommu["boot_config_after"]["/boot/vmlinuz-5.14.0-427.el9.x86_64"] == "ro crashkernel=1G-4G:192M iommu=pt"
     assert iommu["reboot_required"] is True and iommu["running_cmdline_has_args"] is False
+    assert plan.disruption == "reboot"
     plan, outcome = run(host, runner, iommu="passthrough")
     assert not plan.changed and outcome["iommu"]["missing_before"] == []
+    assert plan.disruption == "none"
     assert outcome["iommu"]["reboot_required"] is True  # still, until the host reboots
 
 
@@ -207,6 +211,7 @@ def test_grub_dropin_appends_the_argument_and_runs_update_grub(tmp_path):
     grub_files(tmp_path, UBUNTU_GRUB, {"50-cloudimg-settings.cfg": CLOUDIMG})
     runner = SimRunner()
     plan, outcome = run(host, runner, iommu="passthrough", kernel_args=["iommu=pt", "intel_iommu=on"])
+    assert plan.disruption == "reboot"  # the drop-in and update-grub take effect at the next boot
     with open(os.path.join(str(tmp_path), "etc/default/grub.d/90-rdmaops-gpudirect.cfg")) as handle:
         dropin = handle.read()
     assert 'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} iommu=pt intel_iommu=on"' in dropin

@@ -176,3 +176,31 @@ def test_unsupported_fail_reports_what_stayed_applied(root):
     assert "write " + SYSCTL_FILE in result["applied"] and "unsupported NIC settings" in result["msg"]
     assert result["sysctl"]["changed"] is True and result["memlock"]["changed"] is True
     assert result["nic"]["unsupported"]["ens4"]["rx ring"].startswith("ethtool -G ens4")
+
+
+def test_disruption_per_part_and_for_the_host(root):
+    """Rings and global pause reset the link; sysctl, memlock and the udev rule change in place."""
+    nics = {"ens4": cx7()}
+    result, _ctx = run(root, FakeNic(nics), check_mode=True)
+    assert result["disruption"] == "link_reset"
+    assert (result["sysctl"]["disruption"], result["memlock"]["disruption"], result["nic"]["disruption"]) == (
+        "online", "online", "link_reset")
+    assert "link_reset: ens4: set rx ring from 1024 to 8192" in result["disruptive_changes"]
+    assert not any(line.startswith("online") for line in result["disruptive_changes"])
+    # coalescing alone is an online change
+    result, _ctx = run(root, FakeNic(nics), check_mode=True,
+                       nic=dict(params()["nic"], global_pause=None, rings={"rx": None, "tx": None}))
+    assert result["nic"]["disruption"] == "online" and result["disruption"] == "online"
+    # applied for real, a repeat run disrupts nothing
+    run(root, FakeNic(nics))
+    again, _ctx = run(root, FakeNic(nics))
+    assert again["disruption"] == "none" and again["disruptive_changes"] == []
+
+
+def test_max_disruption_online_holds_a_ring_change_back_and_touches_nothing(root):
+    nics = {"ens4": cx7()}
+    result, _ctx = run(root, FakeNic(nics), max_disruption="online")
+    assert result["changed"] is False and result["held_back"] is True and result["disruption"] == "link_reset"
+    assert not any(exists(root, path) for path in (SYSCTL_FILE, LIMITS, DROPIN, RULES))
+    assert nics["ens4"]["rx"] != 8192
+    assert "write " + SYSCTL_FILE in result["pending"]

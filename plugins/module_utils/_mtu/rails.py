@@ -1,0 +1,729 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Each RDMA netdev its own routing domain: address, table, rule and ARP/reverse-path sysctls.
+
+The engine behind the ``rails`` option of ``nic_layer`` (the controller computed the plan:
+``roce_rail_plan`` / ``roce_rail_links``).  Per link (one netdev on one rail):
+
+* the address (``ip address add``); a foreign address of the same family on the netdev is left
+  alone unless ``exclusive`` (global scope only: link-local IPv6 addresses are the kernel's);
+* a routing table of its own (``table``; named ``rdmaops_<netdev>`` in
+  /etc/iproute2/rt_tables.d/rdmaops.conf) holding the subnet route (source: the address) and the
+  default route via the rail's gateway;
+* the rule ``from <address> lookup <table>`` at ``rule_priority`` (1000 unless the plan says
+  otherwise), so whatever is sent from that address leaves through that netdev; a rule of ours
+  for an address the netdev no longer has is removed;
+* ``arp_ignore`` (1: answer ARP only for an address of the netdev the request came in on),
+  ``arp_announce`` (2: source ARP requests from the netdev's own address) and ``rp_filter``
+  (2: loose, a packet from a peer's other rail is not dropped) under net.ipv4.conf.<netdev>,
+  now and in /etc/sysctl.d/90-rdmaops-rails.conf (systemd-sysctl applies a netdev's keys when
+  udev sees it appear, so a NIC whose driver loads late gets them too);
+* all of it persisted in what configures the link, with the same backends and the same shared
+  ``Context`` the MTU uses (:mod:`.backends`), so one file edited for MTU and addresses is written
+  once: a netplan drop-in, a systemd-networkd drop-in, an ifupdown stanza of ours for the
+  interface, ifcfg's IPADDRn/PREFIXn with route-/rule- files, or the NetworkManager profile.
+
+read -> plan -> apply -> re-read as everywhere: ``ip -N -j`` (numeric tables, so a name in
+rt_tables does not hide a number) for addresses, routes and rules, procfs for the sysctls, and
+each backend's files or profile for what persists.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ipaddress
+import os
+import re
+
+from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import merge_block, read_block
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_ifname
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
+from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute import (
+    RAIL_TABLES,
+    parse_addresses,
+    parse_routes,
+    parse_rules,
+)
+
+RT_TABLES = RAIL_TABLES
+SYSCTL_FILE = "/etc/sysctl.d/90-rdmaops-rails.conf"
+TABLE_PREFIX = "rdmaops_"
+SYSCTLS = (("arp_ignore", 1, 0, 8), ("arp_announce", 2, 0, 2), ("rp_filter", 2, 0, 2))
+RESERVED_TABLES = (0, 253, 254, 255)
+TABLE_MAX = (1 << 31) - 1
+RULE_PRIORITY_MAX = 32765
+NETWORKD_DROPIN = backends.DROPIN_PREFIX + "-rails.conf"
+
+
+def table_name(interface):
+    return TABLE_PREFIX + interface
+
+
+class RailLink:
+    """One netdev on one rail, as planned on the controller, validated again here."""
+
+    def __init__(self, index, raw):
+        where = "rails.links[%d]" % index
+        if not isinstance(raw, dict):
+            raise InputError("%s must be a mapping (interface, address, prefix, gateway, table...)" % where, option="rails.links")
+        self.interface = check_ifname(where + ".interface", raw.get("interface"))
+        self.rail = raw.get("rail") if isinstance(raw.get("rail"), str) else self.interface
+        try:
+            self.iface = ipaddress.ip_interface(u"%s/%s" % (raw.get("address"), raw.get("prefix")))
+        except ValueError:
+            raise InputError("%s: address %r with prefix %r is not an address and prefix length" % (where, raw.get("address"), raw.get("prefix")),
+                             option="rails.links")
+        self.family = self.iface.version
+        self.address = str(self.iface.ip)
+        self.prefix = self.iface.network.prefixlen
+        self.network = str(self.iface.network)
+        if raw.get("network") is not None and raw["network"] != self.network:
+            raise InputError("%s: network %r does not hold %s/%d (it is %s)" % (where, raw["network"], self.address, self.prefix, self.network),
+                             option="rails.links")
+        self.gateway = None
+        if raw.get("gateway") is not None:
+            try:
+                gateway = ipaddress.ip_address(u"%s" % raw["gateway"])
+            except ValueError:
+                raise InputError("%s: gateway %r is not an address" % (where, raw["gateway"]), option="rails.links")
+            if gateway not in self.iface.network or gateway == self.iface.ip:
+                raise InputError("%s: gateway %s is not another address of %s" % (where, gateway, self.network), option="rails.links")
+            self.gateway = str(gateway)
+        table = raw.get("table")
+        if not isinstance(table, int) or isinstance(table, bool) or not 1 <= table <= TABLE_MAX or table in RESERVED_TABLES:
+            raise InputError("%s: table %r must be a number 1..%d other than 253, 254, 255" % (where, table, TABLE_MAX), option="rails.links")
+        self.table = table
+        priority = raw.get("rule_priority", 1000)
+        if not isinstance(priority, int) or isinstance(priority, bool) or not 1 <= priority <= RULE_PRIORITY_MAX:
+            raise InputError("%s: rule_priority %r must be a number 1..%d" % (where, priority, RULE_PRIORITY_MAX), option="rails.links")
+        self.rule_priority = priority
+
+    @property
+    def cidr(self):
+        return "%s/%d" % (self.address, self.prefix)
+
+    @property
+    def host_prefix(self):
+        return 32 if self.family == 4 else 128
+
+    def fam(self):
+        return "-%d" % self.family
+
+    # the commands, as iproute2 takes them; ifupdown's stanza runs the same ones
+    def address_argv(self, verb, cidr=None):
+        return ["ip", self.fam(), "address", verb, cidr or self.cidr, "dev", self.interface]
+
+    @property
+    def route_source(self):
+        """The subnet route's preferred source: IPv4 only.  An IPv6 address is tentative until
+        duplicate address detection passes, and the kernel refuses it as a source until then;
+        IPv6's own source selection prefers the outgoing netdev's address anyway (RFC 6724 rule 5)."""
+        return self.address if self.family == 4 else None
+
+    def subnet_route_argv(self, verb="replace"):
+        source = ["src", self.route_source] if self.route_source else []
+        return ["ip", self.fam(), "route", verb, self.network, "dev", self.interface] + source + ["table", str(self.table)]
+
+    def default_route_argv(self, verb="replace"):
+        return ["ip", self.fam(), "route", verb, "default", "via", self.gateway, "dev", self.interface, "table", str(self.table)]
+
+    def rule_argv(self, verb="add", source=None):
+        return ["ip", self.fam(), "rule", verb, "from", source or self.address, "table", str(self.table),
+                "priority", str(self.rule_priority)]
+
+    def describe(self, names=None):
+        return dict(rail=self.rail, interface=self.interface, address=self.cidr, network=self.network, gateway=self.gateway,
+                    table=self.table, table_name=(names or {}).get(self.table, table_name(self.interface)),
+                    rule_priority=self.rule_priority)
+
+
+# --------------------------------------------------------------------------------------------
+# live state
+# --------------------------------------------------------------------------------------------
+def _host_src(src, family):
+    """``10.0.0.2`` or ``10.0.0.2/32`` -> ``10.0.0.2``; anything wider -> None."""
+    if not src or src == "all":
+        return None
+    address, _slash, length = src.partition("/")
+    if length and int(length) != (32 if family == 4 else 128):
+        return None
+    return address
+
+
+# --------------------------------------------------------------------------------------------
+# persistence renderers: pure functions of the links, one per configuration system
+# --------------------------------------------------------------------------------------------
+def networkd_dropin(links):
+    """A .network drop-in with the links' addresses, routes and rules (one netdev)."""
+    lines = ["# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % links[0].interface]
+    for link in links:
+        lines += ["", "[Address]", "Address=%s" % link.cidr]
+        lines += ["", "[Route]", "Destination=%s" % link.network] + (["PreferredSource=%s" % link.route_source] if link.route_source else [])
+        lines += ["Table=%d" % link.table, "Scope=link"]
+        if link.gateway:
+            lines += ["", "[Route]", "Gateway=%s" % link.gateway, "Table=%d" % link.table]
+        lines += ["", "[RoutingPolicyRule]", "From=%s/%d" % (link.address, link.host_prefix), "Table=%d" % link.table,
+                  "Priority=%d" % link.rule_priority]
+    return "\n".join(lines) + "\n"
+
+
+def netplan_rails_dropin(section, netdef_id, links, origin):
+    """A netplan drop-in adding the links' addresses, routes and routing policy to one definition;
+    netplan appends these lists to the definition's own."""
+    key = fmt._yaml_key(netdef_id)
+    lines = [
+        "# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % links[0].interface,
+        "# netplan merges this file over the definition of %s in %s." % (netdef_id, origin),
+        "network:", "  version: 2", "  %s:" % section, "    %s:" % key, "      addresses:",
+    ]
+    lines += ['        - "%s"' % link.cidr for link in links]
+    lines.append("      routes:")
+    for link in links:
+        lines += ['        - to: "%s"' % link.network] + (['          from: "%s"' % link.route_source] if link.route_source else [])
+        lines += ["          scope: link", "          table: %d" % link.table]
+        if link.gateway:
+            lines += ["        - to: default", '          via: "%s"' % link.gateway, "          table: %d" % link.table]
+    lines.append("      routing-policy:")
+    for link in links:
+        lines += ['        - from: "%s/%d"' % (link.address, link.host_prefix), "          table: %d" % link.table,
+                  "          priority: %d" % link.rule_priority]
+    return "\n".join(lines) + "\n"
+
+
+def ifupdown_rails_lines(links):
+    """Stanzas of ours for the netdev (interfaces(5): every stanza of an interface is applied when
+    it comes up), one per family, running the same commands as the live change.
+
+    The method is ``manual`` and the addresses are ``ip address replace``d, never a ``static``
+    stanza's ``address``: the user's own stanza often holds the very address the plan gives (an
+    installer addressed the NIC as planned), and ifup's second ``ip address add`` of it fails
+    ("File exists"), so ifup stopped before our routes and rules (seen in the two-rail lab: after
+    a reboot vm1 had its addresses but no rule and no table)."""
+    out = []
+    for family in (4, 6):
+        mine = [link for link in links if link.family == family]
+        if not mine:
+            continue
+        out.append("iface %s %s manual" % (mine[0].interface, "inet" if family == 4 else "inet6"))
+        out.append("    up ip link set dev %s up" % mine[0].interface)
+        for link in mine:
+            out.append("    up %s" % " ".join(link.address_argv("replace")))
+        for link in mine:
+            out.append("    up %s" % " ".join(link.subnet_route_argv()))
+            if link.gateway:
+                out.append("    up %s" % " ".join(link.default_route_argv()))
+            # ip rule has no replace: take ours away first, so a second ifup adds it once
+            out.append("    up %s 2>/dev/null || true" % " ".join(link.rule_argv("del")))
+            out.append("    up %s" % " ".join(link.rule_argv("add")))
+            out.append("    down %s 2>/dev/null || true" % " ".join(link.rule_argv("del")))
+    return out
+
+
+def ifcfg_route_lines(links):
+    lines = []
+    for link in links:
+        lines.append("%s dev %s src %s table %d" % (link.network, link.interface, link.route_source, link.table))
+        if link.gateway:
+            lines.append("default via %s dev %s table %d" % (link.gateway, link.interface, link.table))
+    return lines
+
+
+def ifcfg_rule_lines(links):
+    return ["from %s/%d table %d priority %d" % (link.address, link.host_prefix, link.table, link.rule_priority) for link in links]
+
+
+def ifcfg_set_addresses(text, links, exclusive=False):
+    """``text`` with each IPv4 link's address: ``IPADDR``/``PREFIX`` when the file has none, else
+    the first free ``IPADDRn``/``PREFIXn`` (n from 1); with ``exclusive``, other addresses go."""
+    lines = fmt._split(text)
+    have = {}
+    for key, value in fmt.parse_ifcfg(text).items():
+        match = re.fullmatch(r"IPADDR([0-9]*)", key)
+        if match:
+            have[match.group(1)] = value
+    wanted = [link for link in links if link.family == 4]
+    if exclusive:
+        keep = set(link.address for link in wanted)
+        drop = [suffix for suffix, value in have.items() if value not in keep]
+        pattern = re.compile(r"\s*(IPADDR|PREFIX|NETMASK)(%s)=.*" % "|".join(re.escape(suffix) for suffix in drop)) if drop else None
+        lines = [line for line in lines if pattern is None or not pattern.fullmatch(line)]
+        for suffix in drop:
+            del have[suffix]
+    for link in wanted:
+        if link.address in have.values():
+            continue
+        suffix = "" if not have else next(str(n) for n in range(1, 256) if str(n) not in have)
+        have[suffix] = link.address
+        lines += ["IPADDR%s=%s" % (suffix, link.address), "PREFIX%s=%d" % (suffix, link.prefix)]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def ifcfg_addresses(text):
+    values = fmt.parse_ifcfg(text or "")
+    out = []
+    for key, value in values.items():
+        match = re.fullmatch(r"IPADDR([0-9]*)", key)
+        if match:
+            out.append("%s/%s" % (value, values.get("PREFIX" + match.group(1), "?")))
+    return sorted(out)
+
+
+# --------------------------------------------------------------------------------------------
+# the engine
+# --------------------------------------------------------------------------------------------
+class RailLinks:
+    """The ``rails`` part of the NIC layer, planned into the layer's one Plan.
+
+    ``params``: ``links`` (from roce_rail_links), ``exclusive``, ``arp_ignore``, ``arp_announce``,
+    ``rp_filter``, ``persist``, ``backend``.
+    """
+
+    def __init__(self, ctx, params, config_ctx):
+        self.ctx = ctx
+        self.host = ctx.host
+        self.runner = ctx.runner
+        self.params = params or {}
+        self.config_ctx = config_ctx
+        self.links = []
+        self.by_interface = {}
+        self.table_names = {}
+        self.addresses = {}
+        self.routes = []
+        self.rules = []
+        self.sysctls = {}
+        self.configs = {}
+        self.activations = []
+        self.before = {}
+        self.planned = None
+
+    # -- validate -----------------------------------------------------------------------------
+    def validate(self):
+        raw = self.params.get("links") or []
+        if not isinstance(raw, list):
+            raise InputError("rails.links must be a list (from the rdmaops.roce.roce_rail_links filter)", option="rails.links")
+        self.links = [RailLink(index, item) for index, item in enumerate(raw)]
+        seen = {}
+        self.table_names = {}
+        for link in self.links:
+            self.by_interface.setdefault(link.interface, []).append(link)
+            # rdmaops_<netdev>; a netdev on a second rail's table gets the table's number too
+            first = len(self.by_interface[link.interface]) == 1
+            self.table_names[link.table] = table_name(link.interface) + ("" if first else "_%d" % link.table)
+            for key in (("address", link.address), ("table", link.table)):
+                if key in seen and not (key[0] == "table" and seen[key] == link.interface):
+                    raise InputError("rails.links: %s %s is given to %s and %s" % (key[0], key[1], seen[key], link.interface),
+                                     option="rails.links")
+                seen[key] = link.interface
+        for name, _default, low, high in SYSCTLS:
+            value = self.params.get(name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high):
+                raise InputError("rails.%s=%r must be %d..%d" % (name, value, low, high), option="rails." + name)
+
+    @property
+    def persist(self):
+        return bool(self.params.get("persist", True)) and self.params.get("backend", "auto") != "runtime"
+
+    def sysctl_values(self):
+        return [(name, self.params.get(name) if self.params.get(name) is not None else default) for name, default, _l, _h in SYSCTLS]
+
+    # -- read ---------------------------------------------------------------------------------
+    def read(self):
+        if not self.links:
+            return
+        for name in self.by_interface:
+            if not self.config_ctx.links.exists(name):
+                raise InputError("rails: interface %s does not exist on this host; links: %s"
+                                 % (name, ", ".join(self.config_ctx.links.names()) or "none"), option="rails.links")
+        self._read_live()
+        self.before = self.state()
+        if self.persist:
+            for name in self.by_interface:
+                try:
+                    self.configs[name] = backends.detect(self.config_ctx, self.config_ctx.links.info(name), self.params.get("backend", "auto"))
+                except RdmaopsError as exc:
+                    exc.details.setdefault("device", name)
+                    raise
+                self.config_ctx.notes = []
+
+    def _read_live(self):
+        self.addresses = parse_addresses(self.runner.run(["ip", "-j", "address", "show"]).stdout)
+        families = sorted(set(link.family for link in self.links))
+        self.routes = []
+        self.rules = []
+        for family in families:
+            flag = "-%d" % family
+            for route in parse_routes(self.runner.run(["ip", "-N", "-j", flag, "route", "show", "table", "all"]).stdout):
+                route["family"] = family
+                self.routes.append(route)
+            for rule in parse_rules(self.runner.run(["ip", "-N", "-j", flag, "rule", "show"]).stdout):
+                rule["family"] = family
+                self.rules.append(rule)
+        self.sysctls = {}
+        for name in self.by_interface:
+            for key, _value in self.sysctl_values():
+                text = self.host.read("/proc/sys/net/ipv4/conf/%s/%s" % (name, key))
+                self.sysctls[(name, key)] = int(text.strip()) if text and text.strip().lstrip("-").isdigit() else None
+
+    def state(self):
+        """What the host has now, per netdev: addresses, the routes of its tables, its rules, sysctls."""
+        out = {}
+        tables = set(link.table for link in self.links)
+        for name, links in self.by_interface.items():
+            mine = set(link.table for link in links)
+            out[name] = dict(
+                addresses=[cidr for _f, cidr, scope in self.addresses.get(name, []) if scope != "link"],
+                routes=["%s%s table %d" % (r["dst"], " via %s" % r["gateway"] if r["gateway"] else "", r["table"])
+                        for r in self.routes if r["table"] in mine and r["dev"] == name],
+                rules=["%s from %s lookup %s" % (r["priority"], r["src"], r["table"]) for r in self.rules if r["table"] in tables
+                       and r["table"] in mine],
+                sysctls=dict((key, self.sysctls.get((name, key))) for key, _v in self.sysctl_values()),
+            )
+        return out
+
+    # -- plan ---------------------------------------------------------------------------------
+    def plan(self, plan):
+        if not self.links:
+            return
+        self.planned = plan
+        exclusive = bool(self.params.get("exclusive", False))
+        for name, links in self.by_interface.items():
+            have = self.addresses.get(name, [])
+            have_cidrs = set(cidr for _f, cidr, _s in have)
+            for link in links:
+                if link.cidr not in have_cidrs:
+                    plan.add("rails:%s:address:%s" % (name, link.cidr), None, link.cidr, self._run(link.address_argv("add")),
+                             "rails: ip address add %s dev %s (rail %s)" % (link.cidr, name, link.rail),
+                             undo=self._run(link.address_argv("del")))
+            if exclusive:
+                wanted = set(link.cidr for link in links)
+                for family, cidr, scope in have:
+                    if scope == "link" or cidr in wanted or family not in set(link.family for link in links):
+                        continue
+                    argv = ["ip", "-%d" % family, "address", "del", cidr, "dev", name]
+                    plan.add("rails:%s:address:%s" % (name, cidr), cidr, None, self._run(argv),
+                             "rails: ip address del %s dev %s (not the rail's; nic_addresses_exclusive)" % (cidr, name),
+                             undo=self._run(["ip", "-%d" % family, "address", "add", cidr, "dev", name]),
+                             # the address's RoCE GID goes with it: connections that use it break
+                             disruption=LINK_RESET)
+            for link in links:
+                self._plan_routes(plan, link)
+                self._plan_rules(plan, link)
+            for key, value in self.sysctl_values():
+                path = "/proc/sys/net/ipv4/conf/%s/%s" % (name, key)
+                current = self.sysctls.get((name, key))
+                plan.add("rails:%s:sysctl:%s" % (name, key), current, value, self._write(path, value),
+                         "rails: net.ipv4.conf.%s.%s = %d (was %s)" % (name, key, value, current),
+                         undo=self._write(path, current) if current is not None else None)
+        self._plan_files(plan)
+        if self.persist:
+            for name, links in self.by_interface.items():
+                self._persist(plan, self.configs[name], links)
+
+    def _plan_routes(self, plan, link):
+        mine = [r for r in self.routes if r["family"] == link.family and r["table"] == link.table]
+        # a subnet route of this table that no rail of it has any more (the rail moved to another
+        # subnet: seen in the two-rail lab, where the old route stayed beside the new one)
+        networks = set(other.network for other in self.links if other.table == link.table and other.family == link.family)
+        for route in mine:
+            if route["dst"] == "default" or route["dst"] in networks or route["gateway"]:
+                continue
+            argv = ["ip", link.fam(), "route", "del", route["dst"], "dev", route["dev"], "table", str(link.table)]
+            add = ["ip", link.fam(), "route", "add", route["dst"], "dev", route["dev"]] + (
+                ["src", route["prefsrc"]] if route["prefsrc"] else []) + ["table", str(link.table)]
+            plan.add("rails:%s:route:%s:stale" % (link.interface, route["dst"]), "%s dev %s" % (route["dst"], route["dev"]), None,
+                     self._run(argv), "rails: %s (no rail of table %d has %s any more)" % (" ".join(argv), link.table, route["dst"]),
+                     undo=self._run(add))
+        subnet = [r for r in mine if r["dst"] == link.network]
+        if not any(r["dev"] == link.interface and r["prefsrc"] == link.route_source and not r["gateway"] for r in subnet):
+            plan.add("rails:%s:route:%s" % (link.interface, link.network), None, " ".join(link.subnet_route_argv()[3:]),
+                     self._run(link.subnet_route_argv()),
+                     "rails: %s" % " ".join(link.subnet_route_argv()),
+                     undo=self._run(link.subnet_route_argv("del")) if not subnet else None)
+        if link.gateway:
+            default = [r for r in mine if r["dst"] == "default"]
+            if not any(r["dev"] == link.interface and r["gateway"] == link.gateway for r in default):
+                plan.add("rails:%s:route:default" % link.interface, None, " ".join(link.default_route_argv()[3:]),
+                         self._run(link.default_route_argv()),
+                         "rails: %s" % " ".join(link.default_route_argv()),
+                         undo=self._run(link.default_route_argv("del")) if not default else None)
+
+    def _plan_rules(self, plan, link):
+        rules = [r for r in self.rules if r["family"] == link.family]
+        found = False
+        for rule in rules:
+            source = _host_src(rule["src"], link.family)
+            ours = rule["table"] == link.table
+            if source == link.address and ours and rule["priority"] == link.rule_priority:
+                found = True
+            elif ours and source is not None:
+                # a rule of this table for an address the netdev is not given any more, or at another priority
+                argv = ["ip", link.fam(), "rule", "del", "from", source, "table", str(link.table), "priority", str(rule["priority"])]
+                why = "the rule of an old address" if source != link.address else "at priority %s, not %d" % (
+                    rule["priority"], link.rule_priority)
+                plan.add("rails:%s:rule:%s:%s" % (link.interface, source, rule["priority"]), "from %s lookup %d" % (source, link.table), None,
+                         self._run(argv), "rails: %s (%s)" % (" ".join(argv), why),
+                         undo=self._run(argv[:3] + ["add"] + argv[4:]))
+        if not found:
+            plan.add("rails:%s:rule:%s" % (link.interface, link.address), None,
+                     "%d: from %s lookup %d" % (link.rule_priority, link.address, link.table),
+                     self._run(link.rule_argv("add")), "rails: %s" % " ".join(link.rule_argv("add")),
+                     undo=self._run(link.rule_argv("del")))
+
+    def _plan_files(self, plan):
+        """rt_tables names and the sysctls at boot: files of ours, written whole."""
+        # the host's rails, all of them, in every run: a table no rail uses any more loses its name
+        by_number = dict((link.table, self.table_names[link.table]) for link in self.links)
+        rails = dict((link.table, link.rail) for link in self.links)
+        # each table's rail in the comment above it: rdma_facts reports a netdev's rail from here
+        rt_text = "# Managed by rdmaops.roce (nic_layer rails): one routing table per RDMA netdev.\n" + "".join(
+            "# rail %s\n%d\t%s\n" % (rails[number], number, name) for number, name in sorted(by_number.items()))
+        plan.file(self.host, RT_TABLES, rt_text, description="rails: %s names the tables %s" % (
+            RT_TABLES, ", ".join("%d %s" % item for item in sorted(by_number.items()))))
+        if self.persist:
+            lines = ["# Managed by rdmaops.roce (nic_layer rails): ARP and reverse-path filtering on the RDMA netdevs.",
+                     "# systemd-sysctl applies a netdev's keys when udev sees it appear."]
+            for name in sorted(self.by_interface):
+                for key, value in self.sysctl_values():
+                    # the slash form: a netdev name may hold a dot (a VLAN)
+                    lines.append("net/ipv4/conf/%s/%s = %d" % (name, key, value))
+            plan.file(self.host, SYSCTL_FILE, "\n".join(lines) + "\n",
+                      description="rails: %s sets arp_ignore, arp_announce and rp_filter at boot" % SYSCTL_FILE)
+
+    def _run(self, argv):
+        return lambda: self.config_ctx.run(argv)
+
+    def _write(self, path, value):
+        def action():
+            try:
+                files.write_attribute(self.host, path, "%d\n" % value)
+            except (IOError, OSError) as exc:
+                raise RdmaopsError("could not write %s: %s" % (path, exc), path=path)
+        return action
+
+    # -- persistence, per backend -------------------------------------------------------------
+    def _persist(self, plan, cfg, links):
+        name = cfg.backend.name
+        handler = getattr(self, "_persist_" + name)
+        for cmd in handler(plan, cfg, links) or []:
+            if cmd not in self.activations:
+                self.activations.append(cmd)
+
+    def _persist_networkd(self, plan, cfg, links):
+        path = os.path.join(os.path.dirname(cfg.path), NETWORKD_DROPIN)
+        cfg.details["_rails_path"] = path
+        text = networkd_dropin(links)
+        before = self.config_ctx.read(path)
+        if before != text:
+            self.config_ctx.stage(path, text, 0o644, "networkd: %s adds the rail address, table and rule of %s" % (path, cfg.interface),
+                                  whole=True)
+            return [backends.command(["networkctl", "reload"])] if backends.Networkd(self.config_ctx).running() else []
+        return []
+
+    def _persist_netplan(self, plan, cfg, links):
+        path = cfg.path[:-len(".yaml")] + "-rails.yaml"
+        cfg.details["_rails_path"] = path
+        text = netplan_rails_dropin(cfg.details["_section"], cfg.details["_id"], links, cfg.details["origin"])
+        if self.config_ctx.read(path) == text:
+            return []
+        self.config_ctx.stage(path, text, 0o600, "netplan: %s adds the rail address, routes and rule of %s" % (path, cfg.interface),
+                              whole=True)
+        netplan = cfg.backend
+        commands = [backends.command(netplan._generate(), validates=True)]
+        renderer = cfg.details["renderer"]
+        if renderer == "networkd" and backends.Networkd(self.config_ctx).running():
+            commands.append(backends.command(["networkctl", "reload"]))
+        elif renderer == "NetworkManager" and backends.NetworkManager(self.config_ctx).running():
+            commands.append(backends.command(["nmcli", "connection", "reload"]))
+        return commands
+
+    def _persist_ifupdown(self, plan, cfg, links):
+        path = cfg.path
+        cfg.details["_rails_path"] = path
+        before = self.config_ctx.read(path) or ""
+        lines = ifupdown_rails_lines(links)
+        if not self._ifupdown_brings_up(cfg.backend, cfg.interface, path):
+            # nothing marks the link for ifup at boot (a link the MTU's block does not cover either)
+            lines = ["allow-hotplug %s" % cfg.interface] + lines
+        after = merge_block(before, lines, "rails %s" % cfg.interface)
+        if before != after:
+            self.config_ctx.stage(path, after, 0o644, "ifupdown: %s gets the rail stanza of %s (address, table, rule)" % (path, cfg.interface))
+        return []
+
+    @staticmethod
+    def _ifupdown_brings_up(backend, interface, path):
+        """Whether an ``auto`` or ``allow-*`` line outside our rails block names the interface."""
+        for name in backend.files():
+            text = backend.ctx.read(name) or ""
+            if name == path:
+                text = merge_block(text, [], "rails %s" % interface)
+            if interface in fmt.parse_ifupdown(text)["auto"]:
+                return True
+        return False
+
+    def _persist_ifcfg(self, plan, cfg, links):
+        if any(link.family == 6 for link in links):
+            raise RefusedError("ifcfg: IPv6 rails on %s are not written to ifcfg files by this collection; use NetworkManager "
+                               "or another backend, or persist: false" % cfg.interface)
+        before = self.config_ctx.read(cfg.path) or ""
+        after = ifcfg_set_addresses(before, links, exclusive=bool(self.params.get("exclusive", False)))
+        if before != after:
+            self.config_ctx.stage(cfg.path, after, 0o644, "ifcfg: %s gets the rail address of %s" % (cfg.path, cfg.interface))
+        folder = os.path.dirname(cfg.path)
+        for kind, lines in (("route", ifcfg_route_lines(links)), ("rule", ifcfg_rule_lines(links))):
+            path = "%s/%s-%s" % (folder, kind, cfg.interface)
+            text = self.config_ctx.read(path) or ""
+            new = merge_block(text, lines, "rails %s" % cfg.interface)
+            if new != text:
+                self.config_ctx.stage(path, new, 0o644, "ifcfg: %s gets the rail %ss of %s" % (path, kind, cfg.interface))
+        return []
+
+    NM_PROPS = ("addresses", "routes", "routing-rules")
+
+    def _nm_wanted(self, links, family):
+        mine = [link for link in links if link.family == family]
+        return dict(
+            addresses=[link.cidr for link in mine],
+            # nmcli's route syntax: "dst/plen [next-hop] [metric] [attribute=value...]"; a direct route has no next hop
+            routes=["%s table=%d%s" % (link.network, link.table, " src=%s" % link.route_source if link.route_source else "") for link in mine]
+            + ["%s %s table=%d" % ("0.0.0.0/0" if family == 4 else "::/0", link.gateway, link.table) for link in mine if link.gateway],
+            **{"routing-rules": ["priority %d from %s/%d table %d" % (link.rule_priority, link.address, link.host_prefix, link.table)
+                                 for link in mine]}
+        )
+
+    def _persist_networkmanager(self, plan, cfg, links):
+        if cfg.details.get("mode") == "keyfile":
+            raise RefusedError("networkmanager: NetworkManager is not running, so the rail addresses of %s cannot be added "
+                               "to its profile %s here; start NetworkManager, or persist: false" % (cfg.interface, cfg.path))
+        uuid = cfg.details["uuid"]
+        nm = cfg.backend
+        commands = []
+        for family in sorted(set(link.family for link in links)):
+            setting = "ipv%d" % family
+            wanted = self._nm_wanted(links, family)
+            method = nm._get(uuid, "%s.method" % setting)
+            # NetworkManager refuses addresses on a profile whose method takes none: make it manual first
+            if method in ("disabled", "ignore", "link-local", ""):
+                plan.add("networkmanager:%s:%s.method" % (cfg.details["profile"], setting), method, "manual",
+                         self._run(["nmcli", "connection", "modify", uuid, "%s.method" % setting, "manual"]),
+                         "networkmanager: profile %s %s.method %s -> manual (it carries the rail address)"
+                         % (cfg.details["profile"], setting, method or "unset"),
+                         undo=self._run(["nmcli", "connection", "modify", uuid, "%s.method" % setting, method or "disabled"]))
+            for prop in self.NM_PROPS:
+                key = "%s.%s" % (setting, prop)
+                current = [item.strip() for item in _nm_split(nm._get(uuid, key)) if item.strip()]
+                missing = [item for item in wanted[prop] if _nm_norm(item) not in set(_nm_norm(c) for c in current)]
+                if not missing:
+                    continue
+                value = ", ".join(current + missing)
+                plan.add("networkmanager:%s:%s" % (cfg.details["profile"], key), ", ".join(current), value,
+                         self._run(["nmcli", "connection", "modify", uuid, key, value]),
+                         "networkmanager: profile %s %s += %s" % (cfg.details["profile"], key, ", ".join(missing)),
+                         undo=self._run(["nmcli", "connection", "modify", uuid, key, ", ".join(current)]))
+        return commands
+
+    # -- activation, verify, result -----------------------------------------------------------
+    def plan_activations(self, plan, seen):
+        for cmd in self.activations:
+            if cmd not in seen:
+                seen.append(cmd)
+                plan.then(" ".join(cmd["argv"]), self._activation(cmd), validates=cmd["validates"])
+
+    def _activation(self, cmd):
+        def action():
+            try:
+                self.config_ctx.run(cmd["argv"])
+            except RdmaopsError as exc:
+                if cmd["validates"]:
+                    raise RdmaopsError("%s rejected the configuration, so the files were restored and the live changes "
+                                       "undone: %s" % (" ".join(cmd["argv"]), exc.msg), **exc.details)
+                raise
+        return action
+
+    def persisted(self, name):
+        """What the configuration of ``name`` says of its rails now: the addresses it holds."""
+        cfg = self.configs.get(name)
+        if cfg is None:
+            return None
+        backend = cfg.backend.name
+        if backend == "networkd":
+            entries = fmt.parse_ini(self.config_ctx.read(cfg.details["_rails_path"]) or "")
+            return sorted(value for section, key, value in _ini_items(entries) if section == "Address" and key == "Address")
+        if backend == "netplan":
+            # netplan appends a definition's lists over its files: ours must hold the rail's addresses
+            data = backends.yaml.safe_load(self.config_ctx.read(cfg.details["_rails_path"]) or "") or {}
+            definition = ((data.get("network") or {}).get(cfg.details["_section"]) or {}).get(cfg.details["_id"]) or {}
+            return sorted(str(item) for item in definition.get("addresses") or [])
+        if backend == "ifupdown":
+            block = read_block(self.config_ctx.read(cfg.details["_rails_path"]) or "", "rails %s" % name) or []
+            found = [line.split()[1] for line in block if line.strip().startswith("address ")]
+            found += [line.split()[5] for line in block if " address replace " in line]
+            return sorted(found)
+        if backend == "ifcfg":
+            return ifcfg_addresses(self.config_ctx.read(cfg.path))
+        uuid = cfg.details.get("uuid")
+        return sorted(item.strip() for family in (4, 6) for item in _nm_split(cfg.backend._get(uuid, "ipv%d.addresses" % family)) if item.strip())
+
+    def verify(self):
+        if not self.links:
+            return []
+        self.config_ctx.staged = {}
+        self._read_live()
+        problems = []
+        for name, links in self.by_interface.items():
+            have = set(cidr for _f, cidr, _s in self.addresses.get(name, []))
+            for link in links:
+                if link.cidr not in have:
+                    problems.append("%s does not hold %s" % (name, link.cidr))
+                if not any(r["table"] == link.table and r["dev"] == name and r["dst"] == link.network for r in self.routes):
+                    problems.append("table %d has no route to %s via %s" % (link.table, link.network, name))
+                if link.gateway and not any(r["table"] == link.table and r["dst"] == "default" and r["gateway"] == link.gateway for r in self.routes):
+                    problems.append("table %d has no default route via %s" % (link.table, link.gateway))
+                if not any(_host_src(r["src"], link.family) == link.address and r["table"] == link.table for r in self.rules):
+                    problems.append("no rule from %s lookup %d" % (link.address, link.table))
+            for key, value in self.sysctl_values():
+                if self.sysctls.get((name, key)) != value:
+                    problems.append("net.ipv4.conf.%s.%s is %s, not %d" % (name, key, self.sysctls.get((name, key)), value))
+            if self.persist:
+                persisted = self.persisted(name) or []
+                for link in links:
+                    if link.family == 4 or self.configs[name].backend.name != "ifcfg":
+                        if link.cidr not in persisted:
+                            problems.append("%s (%s) does not give %s the address %s (it has %s)" % (
+                                self.configs[name].details.get("_rails_path", self.configs[name].path), self.configs[name].backend.name,
+                                name, link.cidr, ", ".join(persisted) or "none"))
+        return problems
+
+    def result(self):
+        links = [link.describe(self.table_names) for link in self.links]
+        for entry in links:
+            cfg = self.configs.get(entry["interface"])
+            entry["backend"] = cfg.backend.name if cfg else "runtime"
+            entry["config"] = cfg.details.get("_rails_path", cfg.path) if cfg else None
+        after = None
+        if self.planned is not None and not self.ctx.check_mode and self.planned.changed:
+            after = self.state()
+        return dict(links=links, before=self.before, after=after if after is not None else self.before if not (
+            self.planned is not None and self.planned.changed) else None)
+
+
+def _nm_split(value):
+    """``nmcli -g`` prints a list property's items separated by ``,`` (and a space) and escapes ``:``
+    (an IPv6 address) and ``\\`` with a backslash, as every terse field."""
+    value = (value or "").replace("\\\\", "\x00").replace("\\:", ":").replace("\x00", "\\")
+    return [item for item in re.split(r",\s*", value) if item]
+
+
+def _nm_norm(item):
+    """A route or rule as nmcli prints it, compared word for word (a direct route may be printed
+    with the unspecified next hop)."""
+    return " ".join(word for word in item.split() if word not in ("0.0.0.0", "::"))
+
+
+def _ini_items(entries):
+    return iter(entries)

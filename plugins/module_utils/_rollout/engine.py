@@ -1,0 +1,187 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``scheduler`` module: a rollout's one place to talk to the cluster's scheduler.
+
+``query`` and ``wait_idle`` only read; ``drain``, ``resume``, ``set_reason`` and ``reboot`` go
+through the engine protocol (read -> plan -> apply -> re-read), so check mode changes nothing in
+the scheduler and predicts, and a run that stops part-way says which nodes it already drained.
+Two rules hold whatever the play asks:
+
+* a node drained by someone else (a reason not ours) is never resumed, nor its reason rewritten;
+* at most ``max_unavailable`` nodes of the ``pool`` are out of service at once, counting every
+  node already drained or down for any reason: nodes beyond it are ``deferred``, untouched.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.command import CommandBackend
+from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import (
+    check_node_names,
+    drain_capacity,
+    is_our_reason,
+    max_unavailable_count,
+    our_reason,
+)
+from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.slurm import SlurmBackend
+
+ACTIONS = ("query", "wait_idle", "drain", "resume", "set_reason", "reboot")
+
+
+def backend_for(ctx, params):
+    if params.get("backend") == "command":
+        return CommandBackend(ctx.module, params.get("commands"))
+    return SlurmBackend(ctx.runner)
+
+
+def _nodes(params):
+    nodes = check_node_names(params.get("nodes"), option="nodes")
+    if len(set(nodes)) != len(nodes):
+        raise InputError("nodes names a node twice: %s" % ", ".join(sorted(set(n for n in nodes if nodes.count(n) > 1))),
+                         option="nodes")
+    return nodes
+
+
+def _report(states):
+    return dict((name, state.as_dict()) for name, state in states.items())
+
+
+def gather(ctx, params):
+    """``query`` and ``wait_idle``: read only (check mode does not wait: nothing was drained)."""
+    backend = backend_for(ctx, params)
+    nodes = _nodes(params)
+    pool = check_node_names(params.get("pool") or nodes, option="pool")
+    states = backend.query(list(dict.fromkeys(nodes + pool)))
+    result = dict(nodes=_report(states), backend=backend.name)
+    if params.get("max_unavailable") is not None:
+        limit = max_unavailable_count(params["max_unavailable"], len(pool))
+        free, unavailable = drain_capacity(dict((n, states[n]) for n in pool), limit)
+        result.update(max_unavailable=limit, unavailable=unavailable, capacity=free)
+    if params["action"] == "wait_idle":
+        waited, deadline = 0, time.time() + params["timeout"]
+        busy = [name for name in nodes if states[name].busy]
+        while busy and not ctx.check_mode and time.time() < deadline:
+            time.sleep(min(params["poll_interval"], max(0.0, deadline - time.time())))
+            states = backend.query(nodes)
+            busy = [name for name in nodes if states[name].busy]
+        waited = params["timeout"] - max(0, int(deadline - time.time())) if not ctx.check_mode else 0
+        result.update(nodes=_report(states), idle=[n for n in nodes if not states[n].busy], busy=busy,
+                      waited=waited, timed_out=bool(busy) and not ctx.check_mode,
+                      holding=dict((name, ["%s %s (%s, %s)" % (job["id"], job["name"], job["state"], job["user"])
+                                           for job in states[name].jobs]) for name in busy))
+    return result
+
+
+class SchedulerChange(Engine):
+    """``drain``, ``resume``, ``set_reason`` and ``reboot``, one change per node."""
+
+    commands_key = None
+
+    def validate(self):
+        self.backend = backend_for(self.ctx, self.params)
+        self.nodes = _nodes(self.params)
+        self.pool = check_node_names(self.params.get("pool") or self.nodes, option="pool")
+        action = self.params["action"]
+        if action in ("drain", "set_reason", "reboot"):
+            text = self.params.get("reason")
+            if not isinstance(text, str) or not text.strip():
+                raise InputError("reason is required with action=%s: what the rollout will change on the node" % action,
+                                 option="reason")
+            self.reason = our_reason(text)
+        self.limit = None
+        if action == "drain" and self.params.get("max_unavailable") is not None:
+            self.limit = max_unavailable_count(self.params["max_unavailable"], len(self.pool))
+
+    def read(self):
+        self.before = self.backend.query(list(dict.fromkeys(self.nodes + self.pool)))
+        self.acted, self.deferred, self.foreign, self.skipped = [], [], [], []
+
+    def plan(self, plan):
+        action = self.params["action"]
+        getattr(self, "_plan_" + action)(plan)
+
+    def _plan_drain(self, plan):
+        free = None
+        if self.limit is not None:
+            free, self.unavailable = drain_capacity(dict((n, self.before[n]) for n in self.pool), self.limit)
+        for name in self.nodes:
+            state = self.before[name]
+            if state.drained and not state.ours:
+                # Out of service already, for someone else's reason: ours would overwrite theirs.
+                self.foreign.append(name)
+                continue
+            if state.ours and state.reason == self.reason:
+                continue
+            if not state.drained and not state.out_of_service:
+                if free is not None and free <= 0:
+                    self.deferred.append(name)
+                    continue
+                if free is not None:
+                    free -= 1
+            self.acted.append(name)
+            plan.add("drain %s" % name, state.reason if state.drained else None, self.reason,
+                     lambda name=name: self.backend.drain([name], self.reason),
+                     "drain %s: %s" % (name, self.reason))
+
+    def _plan_set_reason(self, plan):
+        for name in self.nodes:
+            state = self.before[name]
+            if state.drained and not state.ours:
+                self.foreign.append(name)
+                continue
+            if state.reason == self.reason and state.drained:
+                continue
+            self.acted.append(name)
+            plan.add("reason %s" % name, state.reason, self.reason,
+                     lambda name=name: self.backend.set_reason([name], self.reason),
+                     "keep %s drained: %s" % (name, self.reason))
+
+    def _plan_resume(self, plan):
+        for name in self.nodes:
+            state = self.before[name]
+            if not state.drained:
+                continue
+            if not is_our_reason(state.reason):
+                # Someone else drained it: never resumed by a rollout.
+                self.foreign.append(name)
+                continue
+            self.acted.append(name)
+            plan.add("resume %s" % name, state.reason, None, lambda name=name: self.backend.resume([name]),
+                     "resume %s (was: %s)" % (name, state.reason))
+
+    def _plan_reboot(self, plan):
+        for name in self.nodes:
+            state = self.before[name]
+            if "REBOOT_REQUESTED" in state.flags or "REBOOT_ISSUED" in state.flags:
+                continue
+            self.acted.append(name)
+            plan.add("reboot %s" % name, None, self.reason, lambda name=name: self.backend.reboot([name], self.reason),
+                     "reboot %s when idle, then back in service: %s" % (name, self.reason))
+
+    def verify(self):
+        after = self.backend.query(self.nodes)
+        action, problems = self.params["action"], []
+        for name in self.acted:
+            state = after[name]
+            if action in ("drain", "set_reason") and not (state.drained and state.reason == self.reason):
+                problems.append("%s is %s (reason %r), not drained with ours" % (name, state.state, state.reason))
+            if action == "resume" and state.drained:
+                problems.append("%s is still drained (reason %r)" % (name, state.reason))
+        self.after = after
+        return problems
+
+    def result(self):
+        result = dict(backend=self.backend.name, nodes=_report(getattr(self, "after", None) or getattr(self, "before", {})),
+                      acted=list(getattr(self, "acted", [])), deferred=list(getattr(self, "deferred", [])),
+                      foreign=list(getattr(self, "foreign", [])))
+        if getattr(self, "reason", None):
+            result["reason"] = self.reason
+        if self.limit is not None:
+            result.update(max_unavailable=self.limit, unavailable=getattr(self, "unavailable", []))
+        return result

@@ -1,0 +1,332 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""fabric_check's per-host and per-switch inputs, read for type and shape before any check sees them.
+
+Every value a check uses is read here against the shape its producer writes (rdma_facts'
+``ansible_facts.rdma``, nic_layer's check-mode ``ports``, the validate role's pings and runs,
+switch_roce's ``gathered`` state). The checks see only what was read:
+
+- a key that is absent, or null, is missing data: the checks report what depends on it as not
+  checked (absent keys are left out of the read mapping, so a check can tell null from absent
+  where the producer gives null a meaning, as rdma_facts does for the GID index);
+- a value of another type or shape cannot be read: it is left out, and one ``input`` finding
+  (``passed: null``) names the host or switch and the key, so it is never compared and never passes;
+- numbers and booleans are taken only as what they are, or as the text Ansible documents for them,
+  matched whole: ``"9000"`` is 9000; ``yes``/``no``, ``true``/``false``, ``on``/``off``, ``y``/``n``,
+  ``t``/``f``, ``1``/``0`` (any case) are booleans, so ``"off"`` is false, never "a non-empty string".
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+from ansible.module_utils.six.moves.collections_abc import Mapping
+
+# Ansible's documented boolean words (ansible.module_utils.parsing.convert_bool), matched whole.
+BOOLEAN_TRUE = frozenset(("yes", "on", "true", "y", "t", "1"))
+BOOLEAN_FALSE = frozenset(("no", "off", "false", "n", "f", "0"))
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_:.@/-]{0,63}")
+INT_RANGE = (-(1 << 63), (1 << 63) - 1)
+
+
+class Text(object):
+    """Text; with ``choices``, one of them."""
+
+    def __init__(self, choices=None):
+        self.choices = choices
+        self.wanted = "one of %s" % ", ".join(choices) if choices else "text"
+
+
+class Int(object):
+    """A whole number (or its decimal digits as text) in ``[low, high]``."""
+
+    def __init__(self, low=INT_RANGE[0], high=INT_RANGE[1]):
+        self.low, self.high = low, high
+        self.wanted = "a number" if (low, high) == INT_RANGE else "a number from %d to %d" % (low, high)
+
+
+class Bool(object):
+    wanted = "true or false"
+
+
+class Name(object):
+    """A name that YAML may have read as a number (a port ``1``): text either way."""
+    wanted = "a name"
+
+
+class Record(object):
+    """A mapping of known keys; other keys are not read."""
+
+    def __init__(self, **fields):
+        self.fields = fields
+        self.wanted = "a mapping"
+
+
+class MapOf(object):
+    """A mapping of names to values of one shape."""
+
+    def __init__(self, item):
+        self.item = item
+        self.wanted = "a mapping"
+
+
+class ListOf(object):
+    """A list of one shape. ``whole``: one unreadable item makes the list unreadable (a list of
+    priorities compared as a whole); otherwise unreadable items are left out (records each checked
+    on its own). ``length``: the exact number of items."""
+
+    def __init__(self, item, whole=True, length=None):
+        self.item, self.whole, self.length = item, whole, length
+        self.wanted = "a list" if length is None else "a list of %d" % length
+
+
+class Anything(object):
+    """Any value (only its presence is used)."""
+    wanted = "anything"
+
+
+class Either(object):
+    """The first of ``shapes`` that reads the value without a problem."""
+
+    def __init__(self, *shapes):
+        self.shapes = shapes
+        self.wanted = " or ".join(shape.wanted for shape in shapes)
+
+
+TEXT = Text()
+INT = Int()
+BOOL = Bool()
+NAME = Name()
+MTU = Int(0, 65536)
+PRIORITIES = ListOf(Int(0, 7))
+
+# what the checks read, by producer ----------------------------------------------------------------
+PORT = Record(state=TEXT, link_layer=TEXT, netdev=TEXT, max_mtu=INT, active_mtu=INT, roce_v2_ipv4_gid_index=INT, rate=TEXT)
+RDMA = Record(
+    devices=MapOf(Record(fw_ver=TEXT, ports=MapOf(PORT))),
+    netdevs=MapOf(Record(mtu=MTU)),
+    modules=MapOf(BOOL),
+    gpus=ListOf(Anything()),
+    stack=Record(flavor=TEXT, version=TEXT, kernel=TEXT),
+)
+NIC_PORT = Record(
+    device=TEXT, port=NAME,
+    qos=Record(before=Record(trust=TEXT, pfc=PRIORITIES, dscp2prio=MapOf(INT))),
+    ecn=Record(supported=BOOL, before=Record(np=Record(enabled=PRIORITIES, cnp_dscp=INT, cnp_802p_prio=INT),
+                                             rp=Record(enabled=PRIORITIES))),
+    tos=Record(before=Record(tos=INT, roce_mode=TEXT)),
+)
+PING = Record(peer=TEXT, address=TEXT, size=INT, rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT,
+              source=TEXT, netdev=TEXT, peer_netdev=TEXT, peer_evidence=TEXT)
+RDMA_RUN = Record(test=Text(("ib_write_bw", "ib_write_lat")), peer=TEXT, device=TEXT, peer_device=TEXT, gid_index=INT, tos=INT,
+                  rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT, requested=BOOL)
+NCCL_RUN = Record(rc=INT, stdout=TEXT, skipped=BOOL, why=TEXT)
+HOST = Record(
+    rdma=RDMA,
+    nic=ListOf(NIC_PORT, whole=False),
+    nic_error=TEXT,
+    pings=ListOf(PING, whole=False),
+    rdma_runs=ListOf(RDMA_RUN, whole=False),
+    nccl=ListOf(NCCL_RUN, whole=False),
+    counters=Record(ports=ListOf(ListOf(TEXT, length=2), whole=False), before=TEXT, after=TEXT),
+    # multi-rail hosts: the plan's links, nic_layer's check-mode read and the per-rail pings, read
+    # by _validate/rails.py (which takes them as they come)
+    rails=Record(links=ListOf(Anything(), whole=False), read=Anything(), pings=ListOf(Anything(), whole=False), error=TEXT,
+                 rx=Record(before=TEXT, after=TEXT), arp=ListOf(Anything(), whole=False), rdma=ListOf(Anything(), whole=False)),
+)
+SWITCH_INTERFACE = Either(TEXT, Record(name=TEXT, interface=TEXT, mtu=MTU, pfc_priorities=PRIORITIES))
+SWITCH = Record(
+    fabric=Record(roce_dscp=INT, roce_priority=INT, cnp_dscp=INT, cnp_priority=INT, trust=TEXT,
+                  pfc_priorities=PRIORITIES, ecn_priorities=PRIORITIES, switch_mtu=MTU,
+                  ecn=Record(min_threshold_bytes=INT, max_threshold_bytes=INT, probability_percent=INT),
+                  pfc_watchdog=Either(BOOL, Record(enabled=BOOL))),
+    interfaces=ListOf(SWITCH_INTERFACE, whole=False),
+)
+
+SOURCES = {
+    "rdma": "rdma_facts' ansible_facts.rdma",
+    "nic": "nic_layer's ports (check mode)",
+    "switches": "switch_roce's gathered state",
+}
+
+
+def describe(value):
+    """``value`` for a message, in YAML's words (never a Python type name), shortened."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return "the number %d" % value if value.bit_length() <= 64 else "a number of %d bits" % value.bit_length()
+    if isinstance(value, float):
+        return "the decimal number %r" % value
+    if isinstance(value, str):
+        shown = json.dumps(value[:40])
+        return "text %s%s" % (shown, "..." if len(value) > 40 else "")
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return "a value of another kind"
+
+
+def key_name(key):
+    """A key for a path: a plain name as is, anything else quoted."""
+    if isinstance(key, str) and _PLAIN_KEY.fullmatch(key):
+        return key
+    return "[%s]" % (json.dumps(key[:40]) if isinstance(key, str) else describe(key))
+
+
+def join_path(path, key):
+    """``path.key``, or ``path["odd key"]``."""
+    name = key_name(key)
+    if name.startswith("["):
+        return path + name
+    return "%s.%s" % (path, name) if path else name
+
+
+def name_of(key):
+    """A host's or switch's name for the findings: its text, or the key described."""
+    if isinstance(key, str) and key:
+        return str(key)
+    if isinstance(key, int) and not isinstance(key, bool):
+        return describe(key)[len("the number "):] if key.bit_length() <= 64 else describe(key)
+    return describe(key)
+
+
+class Reader(object):
+    """Reads one host's or switch's data; ``findings`` holds one ``input`` finding per value that
+    could not be read. ``where`` is the option's path to the data (``hosts.vm1``)."""
+
+    def __init__(self, owner, where, source):
+        self.owner, self.where, self.source = owner, where, source
+        self.findings = []
+
+    def unreadable(self, path, value, shape):
+        field = path or "(all of it)"
+        full = "%s.%s" % (self.where, path) if path else self.where
+        self.findings.append(dict(
+            check="input", host=self.owner, peer=None, device=None, field=field, expected=shape.wanted, actual=describe(value),
+            hint="%s is %s, not %s: fabric_check cannot read it, so what depends on it is not checked (pass %s as it returns it)"
+                 % (full, describe(value), shape.wanted, self._source(path)),
+            passed=None))
+
+    def _source(self, path):
+        return SOURCES.get(path.split(".", 1)[0].split("[", 1)[0] if path else "", self.source)
+
+    def read(self, shape, value, path=""):
+        """``value`` read as ``shape``; None when it is missing (null) or cannot be read."""
+        if value is None:
+            return None
+        method = getattr(self, "_" + type(shape).__name__.lower())
+        return method(shape, value, path)
+
+    def _quiet(self, shape, value, path):
+        probe = Reader(self.owner, self.where, self.source)
+        result = probe.read(shape, value, path)
+        return (result, probe.findings)
+
+    def _text(self, shape, value, path):
+        if isinstance(value, str) and (shape.choices is None or value in shape.choices):
+            return str(value)
+        return self.unreadable(path, value, shape)
+
+    def _int(self, shape, value, path):
+        number = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = int(value)
+        elif isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
+            number = int(value)
+        if number is not None and shape.low <= number <= shape.high:
+            return number
+        return self.unreadable(path, value, shape)
+
+    def _bool(self, shape, value, path):
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, int) and value in (0, 1):
+            return value == 1
+        if isinstance(value, str):
+            word = value.lower()
+            if word in BOOLEAN_TRUE:
+                return True
+            if word in BOOLEAN_FALSE:
+                return False
+        return self.unreadable(path, value, shape)
+
+    def _name(self, shape, value, path):
+        if isinstance(value, str):
+            return str(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < (1 << 32):
+            return str(int(value))
+        return self.unreadable(path, value, shape)
+
+    def _anything(self, shape, value, path):
+        return value
+
+    def _record(self, shape, value, path):
+        if not isinstance(value, Mapping):
+            return self.unreadable(path, value, shape)
+        out = {}
+        for key, item_shape in shape.fields.items():
+            if key not in value:
+                continue
+            item = value[key]
+            read = self.read(item_shape, item, join_path(path, key))
+            if item is None or read is not None:
+                out[key] = read
+        return out
+
+    def _mapof(self, shape, value, path):
+        if not isinstance(value, Mapping):
+            return self.unreadable(path, value, shape)
+        out = {}
+        for key, item in value.items():
+            name = self._name(NAME, key, join_path(path, key))
+            if name is None:
+                continue
+            read = self.read(shape.item, item, join_path(path, key))
+            if item is None or read is not None:
+                out[name] = read
+        return out
+
+    def _listof(self, shape, value, path):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
+            return self.unreadable(path, value, shape)
+        if shape.length is not None and len(value) != shape.length:
+            return self.unreadable(path, value, shape)
+        out = []
+        for index, item in enumerate(value):
+            read = self.read(shape.item, item, "%s[%d]" % (path, index))
+            if read is None:
+                if shape.whole:
+                    # one item that is null or unreadable: the list as a whole cannot be compared
+                    if item is None:
+                        self.unreadable("%s[%d]" % (path, index), item, shape.item)
+                    return None
+                if item is None:
+                    self.unreadable("%s[%d]" % (path, index), item, shape.item)
+                continue
+            out.append(read)
+        return out
+
+    def _either(self, shape, value, path):
+        for option in shape.shapes:
+            result, problems = self._quiet(option, value, path)
+            if not problems and result is not None:
+                return result
+        return self.unreadable(path, value, shape)
+
+
+def read_entry(shape, owner_key, value, option, source):
+    """One host's or switch's data read: ``(name, read or None, [input findings])``. A whole entry
+    that is null is missing (None, no finding); one that is not a mapping cannot be read."""
+    name = name_of(owner_key)
+    reader = Reader(name, join_path(option, owner_key), source)
+    read = reader.read(shape, value)
+    return name, read, reader.findings

@@ -1,0 +1,292 @@
+"""playbooks/site.yml with rdmaops_scheduler: slurm against a real Slurm (Debian's slurmctld and one
+slurmd per node on this machine, tests/unit/slurmcluster.py): sleep jobs stand for training runs.
+
+Each inventory host is this machine seen through a recorded Soft-RoCE host tree of its own (an
+interpreter wrapper sets RDMAOPS_HOST_ROOT and PATH per host), and runs the tuning layer: a
+sysctl value is an online change, the fabric NIC's ring size a link reset. ethtool is a stand-in
+that answers in ethtool 6.1's virtio_net layout (tests/unit/fixtures/tools/ethtool) and logs each
+change with its time, so a test can tell whether the ring changed before or after a job ended."""
+
+import json
+import os
+import re
+import stat
+import sys
+import time
+
+import pytest
+import yaml
+
+import ansiblerun
+import hosttree
+import slurmcluster
+
+pytestmark = pytest.mark.skipif(slurmcluster.available() is not None, reason=str(slurmcluster.available()))
+
+RING_FIXTURE = os.path.join(os.path.dirname(hosttree.__file__), "fixtures", "tools", "ethtool")
+
+ETHTOOL = r'''#!{python}
+"""ethtool for one virtio_net NIC: -g/-a/-c in ethtool 6.1's captured layout, -G applied and logged."""
+import json, os, sys, time
+state_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ethtool-state.json")
+state = json.load(open(state_path))
+fixtures = {fixtures!r}
+flag, name = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
+if flag == "-i":
+    sys.stdout.write(state["info"]); sys.exit(0)
+if flag in ("-a", "-c"):
+    sys.stdout.write(open(os.path.join(fixtures, "virtio_net-ethtool6.1-%s.txt" % flag[1])).read().replace("eth0", name)); sys.exit(0)
+if flag == "-g":
+    text = open(os.path.join(fixtures, "virtio_net-ethtool6.1-g.txt")).read().replace("eth0", name)
+    head, current = text.split("Current hardware settings:")
+    current = current.replace("RX:\t\t256", "RX:\t\t%d" % state["rx"]).replace("TX:\t\t256", "TX:\t\t%d" % state["tx"])
+    sys.stdout.write(head + "Current hardware settings:" + current); sys.exit(0)
+if flag == "-G":
+    args = sys.argv[3:]
+    for key, value in zip(args[::2], args[1::2]):
+        state[key] = int(value)
+    state.setdefault("log", []).append([time.time(), " ".join(sys.argv[1:])])
+    json.dump(state, open(state_path, "w")); sys.exit(0)
+sys.stderr.write("unexpected ethtool %s\n" % " ".join(sys.argv[1:])); sys.exit(2)
+'''
+
+WRAPPER = """#!/bin/sh
+# this host's tree and tools, for every module Ansible runs on it
+export RDMAOPS_HOST_ROOT={root}
+export PATH={tools}:{bindir}:$PATH
+exec {python} "$@"
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    cluster = slurmcluster.SlurmCluster(tmp_path_factory.mktemp("slurm"), nodes=("vm1", "vm2")).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def hosts(tmp_path, cluster):
+    """Two hosts (gpu1 on node vm1, gpu2 on node vm2), each with its tree, ethtool and interpreter."""
+    manifest = hosttree.load("rxe_bookworm_mtu9000.json")
+    made = {}
+    for host in ("gpu1", "gpu2"):
+        root = tmp_path / host
+        bindir = hosttree.materialize(manifest, root)
+        (root / "proc/sys/net/core").mkdir(parents=True, exist_ok=True)
+        (root / "proc/sys/net/core/rmem_max").write_text("212992\n")
+        tools = tmp_path / (host + "-tools")
+        tools.mkdir()
+        (tools / "ethtool-state.json").write_text(json.dumps(
+            dict(rx=256, tx=256, info=manifest["commands"]["ethtool -i ens4"]["stdout"])))
+        write_exec(tools / "ethtool", ETHTOOL.format(python=sys.executable, fixtures=RING_FIXTURE))
+        write_exec(tools / "python", WRAPPER.format(root=root, tools=tools, bindir=bindir, python=sys.executable))
+        made[host] = dict(root=root, tools=tools)
+    for node in cluster.nodes:  # every test starts with both nodes in service and no job
+        cluster.run("scancel", "-w", node)
+        state, reason = cluster.node(node)
+        if "DRAIN" in state:
+            cluster.run("scontrol", "update", "NodeName=" + node, "State=RESUME", check=True)
+    return made
+
+
+def in_service(cluster, node):
+    """Not drained and no drain reason (Slurm's own NOT_RESPONDING flag on a loaded machine aside)."""
+    state, reason = cluster.node(node)
+    return "DRAIN" not in state.split("+") and reason in (None, "Not responding")
+
+
+def write_exec(path, text):
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def ring_state(hosts, host):
+    return json.loads((hosts[host]["tools"] / "ethtool-state.json").read_text())
+
+
+def inventory(tmp_path, hosts, **extra):
+    host_vars = {}
+    for host, made in hosts.items():
+        host_vars[host] = dict(ansible_connection="local", ansible_python_interpreter=str(made["tools"] / "python"),
+                               rdmaops_slurm_node_name="vm1" if host == "gpu1" else "vm2")
+    group_vars = dict(
+        rdmaops_scheduler="slurm", rdmaops_gate="none", rdmaops_scheduler_poll_interval=1, rdmaops_drain_timeout=120,
+        tuning_memlock_enabled=False, tuning_nic_interfaces=["ens4"], tuning_nic_rings={"rx": 256, "tx": 256},
+        tuning_sysctl_profile={"net.core.rmem_max": 212992}, tuning_sysctl_extra={},
+    )
+    group_vars.update(extra)
+    for host, value in list(group_vars.items()):
+        if isinstance(value, dict) and host in hosts:
+            host_vars[host].update(group_vars.pop(host))
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({"all": {"children": {"rdma_hosts": {"hosts": host_vars}}, "vars": group_vars}}))
+    return path
+
+
+def site(cluster, inventory_path, *args, check=False):
+    argv = ["-i", str(inventory_path), os.path.join(ansiblerun.REPO, "playbooks", "site.yml"), "--tags", "tuning"]
+    argv += list(args) + (["--check"] if check else [])
+    proc = ansiblerun.run("ansible-playbook", argv, env_extra=dict(SLURM_CONF=cluster.conf), timeout=600)
+    # each run's screen output, kept beside the inventory for a person reading a failure
+    runs = len(list(inventory_path.parent.glob("site-*.out")))
+    (inventory_path.parent / ("site-%d.out" % (runs + 1))).write_text(proc.stdout + proc.stderr)
+    return proc, " ".join(proc.stdout.split())
+
+
+def rings(rx):
+    return {"rx": rx, "tx": rx}
+
+
+def test_a_disruptive_change_waits_for_the_job_then_the_host_is_resumed(tmp_path, cluster, hosts):
+    job = cluster.submit("vm1", 30)
+    inv = inventory(tmp_path, hosts, gpu1={"tuning_nic_rings": rings(128)})
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    # drained with our reason, the job ran to its end, the ring changed only afterwards
+    assert "drain vm1: rdmaops.roce: link_reset: ens4: set rx ring from 256 to 128" in out or \
+        re.search(r"gpu1 .*drained \(link_reset: ens4: set rx ring from 256 to 128", out), out[-4000:]
+    assert cluster.job_state(job) == "COMPLETED"
+    end = job_end(cluster, job)
+    changes = ring_state(hosts, "gpu1")["log"]
+    assert changes and all(stamp >= end for stamp, _cmd in changes), (end, changes)
+    assert ring_state(hosts, "gpu1")["rx"] == 128
+    # back in service, and gpu2 (nothing disruptive) was never drained
+    assert in_service(cluster, "vm1")
+    assert in_service(cluster, "vm2")
+    assert "gpu2 (node vm2, idle): changes in place: yes; nothing disruptive; drain: no" in out
+    waited = int(re.search(r"gpu1: drained \(.*?\), waited (\d+) s, changed; gate not run; resumed", out).group(1))
+    assert waited > 0
+    # a second run finds nothing to do: no drain, nothing changed in the scheduler or on the hosts
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert re.search(r"gpu1 : ok=\d+ changed=0 ", out) and re.search(r"gpu2 : ok=\d+ changed=0 ", out), out[-2000:]
+    assert "drain: yes" not in out
+
+
+def job_end(cluster, job):
+    out = cluster.run("scontrol", "show", "job", "-o", job).stdout
+    stamp = re.search(r"EndTime=(\S+)", out).group(1)
+    return time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S"))
+
+
+def test_an_online_change_is_made_in_place_under_a_running_job(tmp_path, cluster, hosts):
+    job = cluster.submit("vm1", 60)
+    inv = inventory(tmp_path, hosts, tuning_sysctl_profile={"net.core.rmem_max": 4194304})
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    assert (hosts["gpu1"]["root"] / "proc/sys/net/core/rmem_max").read_text() == "4194304\n"
+    assert cluster.job_state(job) == "RUNNING"
+    state, reason = cluster.node("vm1")
+    assert "DRAIN" not in state and reason is None
+    assert "gpu1 (node vm1, allocated, 1 job(s)): changes in place: yes; nothing disruptive; drain: no" in out
+    assert "rdmaops.roce.scheduler" not in out.split("TASK [rdmaops.roce.rollout : Drain the hosts")[1].split("TASK [")[1] \
+        if "Drain the hosts" in out else True
+    cluster.run("scancel", job)
+
+
+def test_a_node_drained_by_someone_else_stays_drained(tmp_path, cluster, hosts):
+    cluster.run("scontrol", "update", "NodeName=vm2", "State=DRAIN", "Reason=disk replacement, ticket 4711", check=True)
+    inv = inventory(tmp_path, hosts, tuning_nic_rings=rings(128))
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    # it was idle and out of service anyway: changed, but its drain is theirs and it is never resumed
+    assert ring_state(hosts, "gpu2")["rx"] == 128
+    state, reason = cluster.node("vm2")
+    assert "DRAIN" in state.split("+") and reason == "disk replacement, ticket 4711"
+    assert in_service(cluster, "vm1")
+
+
+def test_drain_timeout_skip_leaves_the_host_unchanged_and_in_service(tmp_path, cluster, hosts):
+    job = cluster.submit("vm1", 120)
+    inv = inventory(tmp_path, hosts, gpu1={"tuning_nic_rings": rings(128)}, rdmaops_drain_timeout=3,
+                    rdmaops_drain_timeout_action="skip")
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    assert ring_state(hosts, "gpu1")["rx"] == 256 and "log" not in ring_state(hosts, "gpu1")
+    state, reason = cluster.node("vm1")
+    assert "DRAIN" not in state and reason is None
+    assert cluster.job_state(job) == "RUNNING"
+    assert "its jobs did not end within 3 s, left unchanged" in out
+    cluster.run("scancel", job)
+
+
+def test_drain_timeout_fail_names_the_host_and_the_job(tmp_path, cluster, hosts):
+    job = cluster.submit("vm1", 120)
+    inv = inventory(tmp_path, hosts, gpu1={"tuning_nic_rings": rings(128)}, rdmaops_drain_timeout=3)
+    proc, out = site(cluster, inv)
+    assert proc.returncode != 0
+    assert re.search(r"gpu1 \(node vm1\) still runs %s wrap \(RUNNING, root\) after 3 s" % job, out), out[-4000:]
+    assert ring_state(hosts, "gpu1")["rx"] == 256
+    state, reason = cluster.node("vm1")
+    assert "DRAIN" in state and reason.startswith("rdmaops.roce: link_reset:")
+    cluster.run("scancel", job)
+
+
+def test_check_mode_says_what_would_happen_and_changes_nothing(tmp_path, cluster, hosts):
+    inv = inventory(tmp_path, hosts, gpu1={"tuning_nic_rings": rings(128)})
+    proc, out = site(cluster, inv, "--diff", check=True)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    assert "gpu1 (node vm1, idle): changes in place: none; held back for a drain (link_reset): " \
+           "ens4: set rx ring from 256 to 128; ens4: set tx ring from 256 to 128; drain: yes" in out
+    assert "drain: yes" in out
+    assert in_service(cluster, "vm1")
+    assert ring_state(hosts, "gpu1")["rx"] == 256
+
+
+def test_an_unknown_node_name_is_refused_before_anything_changes(tmp_path, cluster, hosts):
+    inv = inventory(tmp_path, hosts, gpu2={"rdmaops_slurm_node_name": "vm9"}, tuning_nic_rings=rings(128))
+    proc, out = site(cluster, inv)
+    assert proc.returncode != 0
+    assert "Slurm does not know the node vm9" in out and "rdmaops_slurm_node_name" in out
+    assert ring_state(hosts, "gpu1")["rx"] == 256 and ring_state(hosts, "gpu2")["rx"] == 256
+
+
+def test_a_malformed_max_unavailable_is_refused_on_the_controller(tmp_path, cluster, hosts):
+    inv = inventory(tmp_path, hosts, rdmaops_max_unavailable="half")
+    proc, out = site(cluster, inv)
+    assert proc.returncode != 0
+    assert "rdmaops_max_unavailable is 'half'" in out
+    assert "Read the RDMA state, OS, kernel and Python" not in out  # no host was contacted
+
+
+def test_a_scheduler_that_does_not_answer_stops_the_rollout_before_anything(tmp_path, cluster, hosts):
+    inv = inventory(tmp_path, hosts, tuning_nic_rings=rings(128), tuning_sysctl_profile={"net.core.rmem_max": 4194304})
+    cluster.stop_controller()
+    try:
+        proc, out = site(cluster, inv)
+    finally:
+        cluster.start_controller()
+    assert proc.returncode != 0
+    assert "Slurm does not answer" in out and "nothing was drained or changed" in out
+    assert ring_state(hosts, "gpu1")["rx"] == 256
+    assert (hosts["gpu1"]["root"] / "proc/sys/net/core/rmem_max").read_text() == "212992\n"
+
+
+def test_an_interrupted_rollout_is_finished_by_the_next_run(tmp_path, cluster, hosts):
+    """A node the rollout drained before it was stopped (Ctrl-C, a lost host) keeps our reason; the next
+    run changes it, validates and resumes it."""
+    cluster.run("scontrol", "update", "NodeName=vm1", "State=DRAIN",
+                "Reason=rdmaops.roce: link_reset: ens4: set rx ring from 256 to 128", check=True)
+    inv = inventory(tmp_path, hosts, gpu1={"tuning_nic_rings": rings(128)})
+    proc, out = site(cluster, inv, "--limit", "gpu1")
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    assert "(already drained by a rollout)" in out
+    assert ring_state(hosts, "gpu1")["rx"] == 128
+    assert in_service(cluster, "vm1")
+
+
+def test_a_host_that_fails_the_gate_stays_drained_with_the_finding(tmp_path, cluster, hosts):
+    """The gate is the validate role over the batch; this host's links are at 9000 and the intent says
+    4200, which nothing in a tuning run fixes: fabric_check fails its mtu check."""
+    inv = inventory(tmp_path, hosts, tuning_nic_rings=rings(128), rdmaops_gate="validate",
+                    roce_fabric={"host_mtu": 4200}, validate_rdma=False, validate_qos=False, validate_nccl=False,
+                    validate_report_dir=str(tmp_path / "reports"))
+    proc, out = site(cluster, inv)
+    assert proc.returncode != 0
+    state, reason = cluster.node("vm1")
+    assert "DRAIN" in state and reason.startswith("rdmaops.roce: gate failed: ") and "mtu" in reason, reason
+    assert "gpu1 failed the gate (" in out and "the next batch is not started" in out
+    assert (tmp_path / "reports").is_dir()
+    # batches of one (rdmaops_max_unavailable 1): gpu2's batch never started
+    assert ring_state(hosts, "gpu2")["rx"] == 256 and in_service(cluster, "vm2")

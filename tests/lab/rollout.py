@@ -1,0 +1,323 @@
+"""Prove the rollout (rdmaops_scheduler: slurm) on the lab with its real Slurm: slurmctld in the lab's
+namespace, slurmd on the VMs (tests/lab/slurmlab.py). Sleep jobs stand for training runs. Runs on a
+converged lab; each scenario is one `site.yml --tags tuning,nic` run in batches of one host
+(rdmaops_max_unavailable 1), with what differs from inventories/lab in an overlay inventory:
+
+  disruptive  a job on vm1 and a link reset for vm1 only (its fabric NIC's rings 128 <-> 256), an
+              online change for vm2 (a sysctl) under a job of its own: vm1 is drained with our
+              reason and the rollout waits; the job, released by this test 10 s after the drain,
+              ends COMPLETED; the rings change only after that (sampled while it ran), the gate
+              passes, vm1 is back in service; vm2 is never drained, its job runs on, its sysctl
+              changed; vm2's gate is paired with vm1, outside its batch (the jumbo path vm2 -> vm1)
+  skip        vm2 drained by hand (another reason), a job on vm1, the rings back to 128 with
+              rdmaops_drain_timeout 5 and action skip: vm1 is unchanged and in service, its job
+              runs on, vm2 still drained with its own reason
+  fail        the same with action fail: the play fails naming vm1 and the job; vm1 stays drained
+              with our reason (what an interrupted rollout leaves)
+  gate        the job cancelled, vm1's rdma_cm ToS broken by hand (a fault the tuning run does not
+              fix); the next run finds vm1 drained by a rollout, finishes it, and the gate fails:
+              vm1 stays drained with the finding in its reason, vm2's batch is not run, the play
+              fails after writing the report
+
+Afterwards the lab is put back by hand, as an operator would after reading the report: vm1's ToS
+re-applied (its boot unit), both nodes resumed.
+
+    python3 tests/lab/rollout.py -i INVENTORY [--scenarios disruptive,skip,fail,gate]
+
+Exit 0 when every expectation holds, 1 otherwise. Each scenario prints its wall time.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+LAB = [sys.executable, os.path.join(HERE, "lab.py")]
+SITE = os.path.join(REPO, "playbooks", "site.yml")
+SCENARIOS = ("disruptive", "skip", "fail", "gate")
+RECAP = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", re.M)
+SYSCTL = "net.core.rmem_max"
+HAND_REASON = "disk replacement, ticket 4711"
+TOS_PATH = "/sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos"
+
+
+class Failed(Exception):
+    pass
+
+
+def ssh(vm, command, timeout=120):
+    proc = subprocess.run(LAB + ["ssh", vm, command], check=False, capture_output=True, text=True, timeout=timeout)
+    return proc.stdout.strip()
+
+
+def slurm(*argv, check=True):
+    proc = subprocess.run(LAB + ["slurm"] + list(argv), check=False, capture_output=True, text=True, timeout=60)
+    if check and proc.returncode != 0:
+        raise Failed("%s: %s" % (" ".join(argv), (proc.stderr or proc.stdout).strip()))
+    return proc.stdout.strip()
+
+
+def submit(node, seconds, wrap=None):
+    job = slurm("sbatch", "--parsable", "-w", node, "-o", "/dev/null", "--wrap", wrap or "sleep %d" % seconds).split(";")[0]
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if job_state(job) == "RUNNING":
+            return job
+        time.sleep(1)
+    raise Failed("job %s on %s did not start: %s" % (job, node, slurm("squeue", check=False)))
+
+
+def job_state(job):
+    out = slurm("squeue", "-h", "-j", job, "-o", "%T", check=False)
+    if out:
+        return out
+    fields = dict(t.split("=", 1) for t in slurm("scontrol", "show", "job", "-o", job, check=False).split() if "=" in t)
+    return fields.get("JobState")
+
+
+def job_end(job):
+    fields = dict(t.split("=", 1) for t in slurm("scontrol", "show", "job", "-o", job).split() if "=" in t)
+    return time.mktime(time.strptime(fields["EndTime"], "%Y-%m-%dT%H:%M:%S"))
+
+
+def node(name):
+    """(state, reason) of a Slurm node."""
+    out = slurm("scontrol", "show", "node", "-o", name)
+    state = re.search(r"\bState=(\S+)", out).group(1)
+    reason = out.split(" Reason=", 1)[1].rsplit(" [", 1)[0].strip() if " Reason=" in out else None
+    return state, reason
+
+
+def drained(name):
+    return "DRAIN" in node(name)[0]
+
+
+def rings(vm):
+    text = ssh(vm, "ethtool -g $(cat /sys/class/infiniband/rxe0/parent)")
+    current = text.split("Current hardware settings:", 1)[-1]
+    return int(re.search(r"^RX:\s+(\d+)", current, re.M).group(1))
+
+
+def expect(condition, what, out=""):
+    if not condition:
+        raise Failed("%s%s" % (what, ("\n--- end of the run's output:\n" + out[-5000:]) if out else ""))
+    print("  ok: %s" % what)
+
+
+class Run:
+    """One site.yml run with an overlay inventory (host vars beat inventories/lab's group_vars) and
+    extra vars for the rollout's settings."""
+
+    def __init__(self, inventory, workdir):
+        self.inventory = inventory
+        self.workdir = workdir
+        self.count = 0
+
+    def __call__(self, host_vars, extra, tags="tuning"):
+        self.count += 1
+        overlay = os.path.join(self.workdir, "overlay-%d.yml" % self.count)
+        with open(overlay, "w") as handle:
+            json.dump({"all": {"children": {"rdma_hosts": {"hosts": host_vars}}}}, handle)  # JSON is YAML
+        settings = dict({"rdmaops_max_unavailable": 1, "rdmaops_scheduler_poll_interval": 2, "validate_rdma": False,
+                         "validate_report_dir": os.path.join(self.workdir, "reports-%d" % self.count)}, **extra)
+        argv = ["ansible-playbook", "-i", self.inventory, "-i", overlay, SITE, "--tags", tags, "-e", json.dumps(settings)]
+        t0 = time.time()
+        proc = subprocess.run(argv, check=False, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_NOCOLOR="1"),
+                              cwd=REPO, timeout=1500)
+        out = proc.stdout + proc.stderr
+        with open(os.path.join(self.workdir, "run-%d.out" % self.count), "w") as handle:
+            handle.write(out)
+        where = os.path.join(self.workdir, "run-%d.out" % self.count)
+        print("  site.yml --tags %s: rc %d, %.0f s (output: %s)" % (tags, proc.returncode, time.time() - t0, where))
+        return proc.returncode, out, settings["validate_report_dir"]
+
+
+def latest_report(reports, name):
+    """The newest ``name`` the validate role wrote under ``reports`` (a directory per run), or None."""
+    found = sorted(glob.glob(os.path.join(reports, "*", name)) + glob.glob(os.path.join(reports, name)), key=os.path.getmtime)
+    return found[-1] if found else None
+
+
+def batch_line(out, host):
+    """The rollout's report line for ``host`` (its 'Report the batch' message)."""
+    found = re.findall(r"msg: '(%s: .*?)'\n" % re.escape(host), out, re.S)  # the default callback's YAML
+    return " ".join(found[-1].split()) if found else ""
+
+
+def scenario_disruptive(run, ctx):
+    ctx["rings"] = rings("vm1")
+    target = 256 if ctx["rings"] == 128 else 128
+    ctx["sysctl"] = ssh("vm2", "sysctl -n %s" % SYSCTL)
+    # vm1's job runs until this test lets it end (normally, exit 0): once vm1 is drained with our
+    # reason and the rollout has waited a while, the job is released
+    release = "/run/rdmaops-rollout-release"
+    ssh("vm1", "rm -f %s" % release)
+    job1 = submit("vm1", 0, wrap="until [ -e %s ]; do sleep 1; done" % release)
+    ctx["job_vm1"] = job1
+    job2 = submit("vm2", 1800)  # cancelled by the next scenario
+    ctx["job_vm2"] = job2
+    seen = {"samples": []}
+    stop = threading.Event()
+
+    def watch():  # vm1's drain, its rings while the job runs, then the job's end
+        drained_at = None
+        while not stop.is_set():
+            state, reason = node("vm1")
+            seen["samples"].append(rings("vm1"))
+            if drained_at is None and "DRAIN" in state and (reason or "").startswith("rdmaops.roce:"):
+                drained_at = time.time()
+                seen["reason"] = reason
+            if drained_at is not None and time.time() - drained_at > 10:
+                seen["rings_before_release"] = list(seen["samples"])
+                ssh("vm1", "touch %s" % release)
+                while not stop.is_set() and job_state(job1) in ("RUNNING", "COMPLETING"):
+                    stop.wait(1)
+                seen["job_end_state"] = job_state(job1)
+                return
+            stop.wait(2)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    new_sysctl = str(int(ctx["sysctl"]) * 2)
+    try:
+        rc, out, reports = run({"vm1": {"tuning_nic_rings": {"rx": target, "tx": target}},
+                                "vm2": {"tuning_sysctl_extra": {SYSCTL: int(new_sysctl)}}}, {})
+    finally:
+        stop.set()
+        watcher.join()
+        ssh("vm1", "touch %s" % release)
+    expect(rc == 0, "the rollout succeeded", out)
+    expect((seen.get("reason") or "").startswith("rdmaops.roce: link_reset: "),
+           "vm1 was drained with our reason: %r" % seen.get("reason"))
+    before = seen.get("rings_before_release") or []
+    expect(before and all(value == ctx["rings"] for value in before),
+           "vm1's rings stayed at %d while its job ran, drained or not (%d samples)" % (ctx["rings"], len(before)))
+    expect(seen.get("job_end_state") == "COMPLETED", "vm1's job ended normally after the drain: %s" % seen.get("job_end_state"))
+    expect(rings("vm1") == target, "vm1's rings are %d after the rollout" % target)
+    line = batch_line(out, "vm1")
+    waited = re.search(r"waited (\d+) s", line)
+    expect(waited and int(waited.group(1)) >= 3 and "gate passed" in line and "resumed" in line, "vm1: %s" % line, out)
+    expect(not drained("vm1"), "vm1 is back in service: %s" % (node("vm1"),))
+    expect(job_state(job2) == "RUNNING" and not drained("vm2"), "vm2's job runs on, vm2 never drained")
+    expect(ssh("vm2", "sysctl -n %s" % SYSCTL) == new_sysctl, "vm2's %s is %s (changed in place)" % (SYSCTL, new_sysctl))
+    line = batch_line(out, "vm2")
+    expect("drained" not in line, "vm2: %s" % line, out)
+    # vm2's batch was gated against vm1, rolled out and gated before it: the path (reachability, then
+    # the intent's MTU unfragmented). Not perftest here: RDMA-CM from vm2 resolves vm1 through rail 2
+    # in the two-rail lab (both rails in one subnet, rail 2's route first in vm2's main table;
+    # docs/multirail.md), so a perftest from vm2 cannot connect whatever the gate does
+    with open(latest_report(reports, "report.json"), encoding="utf-8") as handle:
+        report = json.load(handle)
+    pairs = sorted("%s %s -> %s" % (m["kind"], m["host"], m["peer"]) for m in report.get("measurements", []) if m.get("peer"))
+    expect("ping vm2 -> vm1" in pairs, "vm2's gate checked the path to vm1, outside its batch: %s" % ", ".join(pairs))
+    ctx["rings"], ctx["changed_rings"] = ctx["rings"], target
+
+
+def scenario_skip(run, ctx):
+    if ctx.get("job_vm2"):
+        slurm("scancel", ctx.pop("job_vm2"), check=False)
+    slurm("scontrol", "update", "NodeName=vm2", "State=DRAIN", "Reason=%s" % HAND_REASON)
+    ctx["job"] = submit("vm1", 600)
+    rc, out, _reports = run({"vm1": {"tuning_nic_rings": {"rx": ctx["rings"], "tx": ctx["rings"]}}},
+                            {"rdmaops_drain_timeout": 5, "rdmaops_drain_timeout_action": "skip", "rdmaops_max_unavailable": 2,
+                             "rdmaops_serial": 1})
+    expect(rc == 0, "the rollout succeeded", out)
+    expect("its jobs did not end within 5 s, left unchanged" in out, "vm1 skipped after the drain timeout", out)
+    expect(rings("vm1") == ctx["changed_rings"], "vm1 unchanged (rings %d)" % ctx["changed_rings"])
+    expect(not drained("vm1") and job_state(ctx["job"]) == "RUNNING", "vm1 back in service, its job runs on")
+    state, reason = node("vm2")
+    expect("DRAIN" in state and reason == HAND_REASON, "vm2 still drained with its own reason: %s, %r" % (state, reason))
+
+
+def scenario_fail(run, ctx):
+    rc, out, _reports = run({"vm1": {"tuning_nic_rings": {"rx": ctx["rings"], "tx": ctx["rings"]}}},
+                            {"rdmaops_drain_timeout": 5, "rdmaops_max_unavailable": 2, "rdmaops_serial": 1})
+    expect(rc != 0, "the rollout failed", out)
+    expect(re.search(r"vm1 \(node vm1\) still runs %s wrap \(RUNNING, root\) after 5 s" % ctx["job"], out) is not None,
+           "the failure names vm1 and job %s" % ctx["job"], out)
+    state, reason = node("vm1")
+    expect("DRAIN" in state and (reason or "").startswith("rdmaops.roce: link_reset"),
+           "vm1 stays drained with our reason: %r" % reason)
+    expect(rings("vm1") == ctx["changed_rings"], "vm1 unchanged (rings %d)" % ctx["changed_rings"])
+
+
+def scenario_gate(run, ctx):
+    slurm("scancel", ctx.pop("job"), check=False)
+    ssh("vm1", "echo 0 > %s" % TOS_PATH)
+    rc, out, reports = run({"vm1": {"tuning_nic_rings": {"rx": ctx["rings"], "tx": ctx["rings"]}}},
+                           {"rdmaops_max_unavailable": 2, "rdmaops_serial": 1})
+    expect(rc != 0, "the rollout failed at the gate", out)
+    expect("(already drained by a rollout)" in out, "the run found vm1 drained by the previous rollout", out)
+    expect(rings("vm1") == ctx["rings"], "vm1's rings are %d again (the drained host was finished)" % ctx["rings"])
+    state, reason = node("vm1")
+    expect("DRAIN" in state and (reason or "").startswith("rdmaops.roce: gate failed: ") and "tos" in reason,
+           "vm1 stays drained with the finding in its reason: %r" % reason)
+    expect("the next batch is not started" in out and not re.search(r"^TASK .*\n.*\[vm2\]", out.split("failed the gate", 1)[-1], re.M),
+           "vm2's batch was not run", out)
+    expect(latest_report(reports, "report.md") is not None, "the report was written (%s)" % latest_report(reports, "report.md"))
+
+
+def put_back():
+    """After the gate scenario: vm1's QoS re-applied by its boot unit (the fault undone), both nodes
+    resumed (vm1's failed-gate drain and vm2's drain by hand), as an operator would."""
+    ssh("vm1", 'for d in /sys/class/infiniband/*; do systemctl restart "rdmaops-nic-qos@${d##*/}.service"; done')
+    for name in ("vm1", "vm2"):
+        if drained(name):
+            slurm("scontrol", "update", "NodeName=%s" % name, "State=RESUME")
+    expect(ssh("vm1", "cat %s" % TOS_PATH) != "0" and not drained("vm1") and not drained("vm2"),
+           "lab put back: vm1's ToS re-applied, vm1 and vm2 in service")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("-i", "--inventory", required=True)
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    args = parser.parse_args()
+    chosen = args.scenarios.split(",")
+    ctx = {}
+    workdir = tempfile.mkdtemp(prefix="rdmaops-rollout-")
+    run = Run(args.inventory, workdir)
+    # the lab's Slurm is this test's: no job of an earlier run left, every node in service
+    slurm("scancel", "--user=root", check=False)
+    for name in ("vm1", "vm2"):
+        if drained(name):
+            slurm("scontrol", "update", "NodeName=%s" % name, "State=RESUME")
+    deadline = time.time() + 60
+    while time.time() < deadline and slurm("squeue", "-h", check=False):
+        time.sleep(1)
+    print(slurm("sinfo", "-N"))
+    if "disruptive" not in chosen:  # the later scenarios change vm1's rings away from what they are now
+        ctx["changed_rings"] = rings("vm1")
+        ctx["rings"] = 256 if ctx["changed_rings"] == 128 else 128
+    t_all = time.time()
+    try:
+        for name in SCENARIOS:
+            if name not in chosen:
+                continue
+            print("== %s" % name, flush=True)
+            t0 = time.time()
+            globals()["scenario_" + name](run, ctx)
+            print("== %s: passed (%.0f s)" % (name, time.time() - t0), flush=True)
+        put_back()
+    except Failed as exc:
+        print("FAILED: %s" % exc)
+        print(slurm("sinfo", "-N", "-o", "%N %T %E", check=False))
+        return 1
+    finally:
+        for job in (ctx.get("job"), ctx.get("job_vm1"), ctx.get("job_vm2")):
+            if job:
+                slurm("scancel", job, check=False)
+    print("rollout on the lab's Slurm: %s passed in %.0f s" % (", ".join(chosen), time.time() - t_all))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

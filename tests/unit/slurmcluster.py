@@ -1,0 +1,174 @@
+"""A real Slurm cluster on this machine for the rollout's tests: Debian's slurmctld, one slurmd per
+node (``slurmd -N NAME``, each on its own port) and munge, all on 127.0.0.1, configured in a
+temporary directory (SLURM_CONF points the client tools at it). Needs root and Debian's
+slurmctld, slurmd, slurm-client and munge packages; the unit tier installs them.
+benchmarks/fleet.py --scheduler slurm imports it too (node names: its container hosts), on
+its own ports so that it and the rollout's tests can run at the same time."""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+PORT_BASE = 16817  # not Slurm's default 6817, so a cluster of the machine's own is left alone
+
+
+def available():
+    """Why a cluster cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "the Slurm daemons need root"
+    missing = [tool for tool in ("slurmctld", "slurmd", "scontrol", "squeue", "sbatch", "munged") if not shutil.which(tool)
+               and not os.path.exists("/usr/sbin/" + tool)]
+    if missing:
+        return "not installed: %s (apt-get install slurmctld slurmd slurm-client munge)" % ", ".join(missing)
+    return None
+
+
+CONF = """ClusterName=rdmaopstest
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={ctld_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation={dir}/state
+SlurmdSpoolDir={dir}/spool-%n
+SlurmctldPidFile={dir}/slurmctld.pid
+SlurmdPidFile={dir}/slurmd-%n.pid
+SlurmctldLogFile={dir}/slurmctld.log
+SlurmdLogFile={dir}/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/backfill
+SelectType=select/linear
+ReturnToService=2
+SlurmdTimeout=300
+MessageTimeout=5
+RebootProgram=/bin/true
+MpiDefault=none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+{nodes}
+PartitionName=rdma Nodes={names} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _sbin(tool):
+    return shutil.which(tool) or "/usr/sbin/" + tool
+
+
+class SlurmCluster:
+    def __init__(self, directory, nodes=("vm1", "vm2"), port_base=PORT_BASE):
+        self.dir = str(directory)
+        self.nodes = list(nodes)
+        self.port_base = port_base  # slurmctld's port; slurmd N listens on port_base + N
+        self.conf = os.path.join(self.dir, "slurm.conf")
+        self.env = dict(os.environ, SLURM_CONF=self.conf)
+        self.procs = []
+
+    def write_conf(self):
+        os.makedirs(os.path.join(self.dir, "state"), exist_ok=True)
+        host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
+        nodes = "\n".join("NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%d CPUs=1 State=UNKNOWN"
+                          % (name, host, self.port_base + 1 + index) for index, name in enumerate(self.nodes))
+        with open(self.conf, "w") as handle:
+            handle.write(CONF.format(host=host, ctld_port=self.port_base, dir=self.dir, nodes=nodes, names=",".join(self.nodes)))
+
+    def _munge(self):
+        # a munged on the default socket (the one Slurm uses) answers; the lab's munged on a socket
+        # of its own does not count
+        if subprocess.run(["munge", "-n"], capture_output=True, check=False).returncode == 0:
+            return
+        os.makedirs("/run/munge", exist_ok=True)
+        shutil.chown("/run/munge", "munge", "munge")
+        if not os.path.exists("/etc/munge/munge.key"):
+            subprocess.run(["mungekey", "--create"], check=True)
+            shutil.chown("/etc/munge/munge.key", "munge", "munge")
+        subprocess.run(["runuser", "-u", "munge", "--", _sbin("munged")], check=True)
+
+    def start(self, timeout=60):
+        self.write_conf()
+        self._munge()
+        subprocess.run([_sbin("slurmctld"), "-f", self.conf], env=self.env, check=True)
+        for name in self.nodes:
+            subprocess.run([_sbin("slurmd"), "-f", self.conf, "-N", name], env=self.env, check=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            out = self.run("sinfo", "-h", "-N", "-o", "%N %T").stdout
+            states = dict(line.split() for line in out.splitlines() if line.strip())
+            if all(states.get(name) == "idle" for name in self.nodes):
+                return self
+            time.sleep(1)
+        raise RuntimeError("the Slurm nodes did not come up: %s\n%s" % (out, self.log()))
+
+    def run(self, *argv, check=False):
+        return subprocess.run(list(argv), env=self.env, capture_output=True, text=True, check=check, timeout=60)
+
+    def log(self):
+        path = os.path.join(self.dir, "slurmctld.log")
+        return open(path).read()[-3000:] if os.path.exists(path) else ""
+
+    def submit(self, node, seconds):
+        """A job that stands for a training run: ``sleep`` on one node; returns its id."""
+        out = self.run("sbatch", "--parsable", "-w", node, "-o", "/dev/null", "--wrap", "sleep %d" % seconds, check=True)
+        job = out.stdout.strip().split(";")[0]
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.job_state(job) == "RUNNING":
+                return job
+            time.sleep(0.5)
+        raise RuntimeError("job %s did not start: %s" % (job, self.run("squeue").stdout))
+
+    def job_state(self, job):
+        """The job's state, from squeue while it is known there, else from scontrol."""
+        out = self.run("squeue", "-h", "-j", job, "-o", "%T").stdout.strip()
+        if out:
+            return out
+        out = self.run("scontrol", "show", "job", "-o", job).stdout
+        for token in out.split():
+            if token.startswith("JobState="):
+                return token.split("=", 1)[1]
+        return None
+
+    def node(self, name):
+        out = self.run("scontrol", "show", "node", "-o", name, check=True).stdout
+        state = next(token.split("=", 1)[1] for token in out.split() if token.startswith("State="))
+        reason = out.split(" Reason=", 1)[1].rsplit(" [", 1)[0].strip() if " Reason=" in out else None
+        return state, reason
+
+    def stop_controller(self):
+        self._kill(os.path.join(self.dir, "slurmctld.pid"))
+
+    def start_controller(self, timeout=60):
+        """slurmctld again after stop_controller (the slurmd keep running) until the nodes answer."""
+        subprocess.run([_sbin("slurmctld"), "-f", self.conf], env=self.env, check=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            out = self.run("sinfo", "-h", "-N", "-o", "%N %T").stdout
+            states = dict(line.split() for line in out.splitlines() if line.strip())
+            if all(states.get(name) in ("idle", "drained", "mixed", "allocated") for name in self.nodes):
+                return self
+            time.sleep(1)
+        raise RuntimeError("slurmctld came back without its nodes: %s\n%s" % (out, self.log()))
+
+    def stop(self):
+        for name in self.nodes:
+            self._kill(os.path.join(self.dir, "slurmd-%s.pid" % name))
+        self.stop_controller()
+
+    @staticmethod
+    def _kill(pidfile):
+        try:
+            pid = int(open(pidfile).read().strip())
+        except (OSError, ValueError):
+            return
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            return
+        for _attempt in range(50):
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                return
+            time.sleep(0.1)
