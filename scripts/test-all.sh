@@ -10,6 +10,8 @@
 #   bash scripts/test-all.sh                 every tier
 #   bash scripts/test-all.sh unit sanity     only the named tiers (bootstrap always runs)
 #   RDMAOPS_BUILD_DIR=/tmp/x bash scripts/test-all.sh sanity   build somewhere else
+#   bash scripts/test-all.sh lab_extended    the lab steps left out of the lab tier for CI's time (not
+#                                            a default tier: about 20 min; tests/lab/README.md)
 #   bash scripts/test-all.sh soak            the lab under load (not a default tier: about 16 min,
 #                                            RDMAOPS_SOAK_SECONDS=600 of it the soak itself)
 set -euo pipefail
@@ -42,7 +44,7 @@ tier_unit() {
   # slurmctld, slurmd, slurm-client, munge: a real Slurm on this machine for the rollout tests;
   # prometheus: promtool parses the monitor's metrics and runs its alert rule tests
   ensure_apt ifupdown libyang-tools netplan.io slurmctld slurmd slurm-client munge prometheus
-  (cd "$REPO_ROOT" && python -m pytest -q -p no:cacheprovider)
+  (cd "$REPO_ROOT" && python -m pytest -q -p no:cacheprovider --durations=15)
 }
 
 # run_sanity BIN DEST: ansible-test sanity of a copy of the checkout under DEST, with the
@@ -178,7 +180,7 @@ ALL_TIERS=(unit sanity lint docs consumer molecule switch bench lab)
 SELECTED=("$@")
 [ "${#SELECTED[@]}" -gt 0 ] || SELECTED=("${ALL_TIERS[@]}")
 for name in "${SELECTED[@]}"; do
-  declare -F "tier_$name" >/dev/null || { echo "unknown tier '$name' (tiers: ${ALL_TIERS[*]}; by hand: core216 ee)" >&2; exit 2; }
+  declare -F "tier_$name" >/dev/null || { echo "unknown tier '$name' (tiers: ${ALL_TIERS[*]}; by hand: core216 ee lab_extended soak)" >&2; exit 2; }
 done
 
 total_start=$SECONDS

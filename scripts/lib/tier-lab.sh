@@ -1,22 +1,23 @@
 # shellcheck shell=bash
 # The lab test tier: the collection end to end on two soft-RoCE VMs (tests/lab).
-#   boot -> converge (site.yml) -> re-run, which must change nothing -> the intent's ToS on the
-#   wire -> reboot a VM (what the VMs report must not change; the ToS on the wire again) -> its
-#   RDMA device reloaded (the ToS put back) -> verify (tests/lab/verify.yml) -> validate (passes, then
-#   catches five faults, tests/lab/validate_faults.py) -> a switch port at 1500 ->
-#   -> the rollout through the lab's real Slurm: jobs, drains, timeouts, a failed gate
-#   (tests/lab/rollout.py) -> a third VM joins -> MTU end to end on all three (tests/lab/mtu.yml)
-#   -> monitor: a real Prometheus scraping vm1 and vm2 with the collection's rules: series, counters
-#   under ib_write_bw, the drift alert fired and cleared, a counter reset (tests/lab/monitor.py) -> down
+#   boot -> converge (site.yml) -> re-run through the lab's Slurm, which must change nothing -> the
+#   intent's ToS on the wire -> reboot a VM (what the VMs report must not change; the ToS on the wire
+#   again) -> its RDMA devices reloaded (the ToS put back) -> verify (tests/lab/verify.yml) ->
+#   validate (passes with perftest, then catches a dead switch port, tests/lab/validate_faults.py)
+#   -> the rollout through the lab's real Slurm: a job drained around, a failed gate
+#   (tests/lab/rollout.py) -> a switch port at 1500 -> monitor: a real Prometheus scraping vm1 and
+#   vm2 with the collection's rules: series, counters under ib_write_bw, the drift alert fired and
+#   cleared, a counter reset (tests/lab/monitor.py) -> down
 # Two rails (issue 24, tests/lab/rails.py): right after boot the ARP flux is shown on the wire (rail
-# 2's traffic leaves rail 1); after the converge, the reboot, and in the subnet-per-rail scenario
-# (re-applied with --tags nic at the end) rules, tables and sysctls are as planned and rail 2's ping
-# and RDMA stay on rail 2.
+# 2's traffic leaves rail 1); after the converge and after the reboot, rules, tables and sysctls
+# are as planned and rail 2's ping and RDMA stay on rail 2.
 # `lab.py up` checks the fabric before anything uses it (every VM answers the others' pings, rxe0
 # ACTIVE; a VM whose path is dead is healed), and the tier checks it again after the converge.
 # Every step's wall time is printed; the lab is taken down whatever happens.
-# tier_soak: the soak test (tests/lab/soak.py) on a converged lab of its own, not a default tier.
-# Sourced after scripts/lib/bootstrap.sh; run with `bootstrap; tier_lab` or `bootstrap; tier_soak`.
+# Not default tiers, each on a converged lab of its own: tier_lab_extended (the other validate
+# faults, the rollout's drain-timeout policies, subnet per rail, a third VM and tests/lab/mtu.yml)
+# and tier_soak (tests/lab/soak.py).
+# Sourced after scripts/lib/bootstrap.sh; run with `bootstrap; tier_lab` (or tier_lab_extended, tier_soak).
 # shellcheck source=scripts/lib/lab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lab.sh"
 
@@ -87,7 +88,7 @@ lab_verify() {
   ANSIBLE_NOCOLOR=1 ansible-playbook -i "$1" tests/lab/verify.yml
 }
 
-# lab_validate INVENTORY: playbooks/validate.yml (rdmaops.roce.validate) on the healthy lab must pass
+# lab_validate INVENTORY [ARGS...]: playbooks/validate.yml (rdmaops.roce.validate) on the healthy lab must pass
 # with changed=0 and perftest's bandwidth and latency in report.json; then one fault at a time (vm2's
 # fabric MTU 1500, vm1's rdma_cm ToS, rdma_cm unloaded on vm2, a switch state whose PFC disagrees,
 # vm2's lab switch port down: exactly the reachability finding, perftest between them not checked),
@@ -96,7 +97,7 @@ lab_verify() {
 lab_validate() {
   local out rc=0
   out=$(mktemp)
-  python3 "$REPO_ROOT/tests/lab/validate_faults.py" -i "$1" 2>&1 | tee "$out" || rc=$?
+  python3 "$REPO_ROOT/tests/lab/validate_faults.py" -i "$@" 2>&1 | tee "$out" || rc=$?
   lab_bandwidth=$(grep -o 'ib_write_bw .* usec typical (ToS [0-9]*)' "$out" | tail -n 1 || true)
   rm -f "$out"
   return "$rc"
@@ -303,28 +304,54 @@ tier_lab() {
     _lab_step "rails: as planned after vm2's reboot" lab_rails check
     _lab_step "rxe reload on vm2: ToS put back" lab_rxe_reload_puts_tos_back vm2 vm1
     _lab_step "verify: tests/lab/verify.yml" lab_verify "$inv"
-    _lab_step "validate: passes, then 5 faults caught" lab_validate "$inv"
-    _lab_step "rollout: Slurm jobs, drains, gate (4 runs)" python3 tests/lab/rollout.py -i "$inv"
+    # the other faults (MTU, ToS, rdma_cm, switch PFC) and rollout scenarios (drain timeout: skip,
+    # fail) run in tier_lab_extended: CI's time (about 9 minutes of TCG)
+    _lab_step "validate: passes, dead port caught" lab_validate "$inv" --faults fabric
+    _lab_step "rollout: Slurm drain + wait, failed gate" python3 tests/lab/rollout.py -i "$inv" --scenarios disruptive,gate
     _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check
-    # vm3's fabric NIC is netplan's (vm1 ifupdown, vm2 networkd): the MTU checks run on all three.
-    # vm3 has one rail: a VM whose two rails share a subnet without the rails' rules answers from
-    # whichever NIC its main table lists first, which vm1 and vm2 (arp_ignore=1 since the
-    # converge) rightly ignore on the other rail: it would join unhealthy until its nic role ran
-    # vm3 and mtu.yml (about 270 s) run with RDMAOPS_LAB_VM3=1, not by default: CI's 90 minutes
-    # on 2 cores (ifupdown and networkd are proven above across a reboot; netplan by molecule's
-    # nic_mtu scenario with the real `netplan generate`)
-    if [ "${RDMAOPS_LAB_VM3:-0}" = 1 ]; then
-      _lab_step "up: vm3 (netplan, one rail) joins" lab_cli up -n 3 --rails 1
-      _lab_step "mtu: tests/lab/mtu.yml on 3 VMs" ansible-playbook -i "$(lab_cli inventory)" tests/lab/mtu.yml
-    fi
-    # near the end: the collector stays at a 15 s interval afterwards (the lab goes down soon); before
-    # the subnet-per-rail scenario, whose addresses are not the intent the collector compares with
+    # vm3 (netplan) and tests/lab/mtu.yml on three VMs run in tier_lab_extended (ifupdown and
+    # networkd are proven here across a reboot; netplan by molecule's nic_mtu scenario with the
+    # real `netplan generate`)
+    # near the end: the collector stays at a 15 s interval afterwards (the lab goes down soon)
     _lab_step "monitor: Prometheus, counters, drift alert" python3 tests/lab/monitor.py -i "$inv" --leave-interval
     _lab_step "fabric health at the end" lab_cli status
-    _lab_step "rails: subnet per rail (--tags nic)" lab_rails_subnet_per_rail "$inv"
     lab_cli summary
     [ -z "$lab_bandwidth" ] || echo "$lab_bandwidth"
     [ -z "$lab_noop_ratio" ] || echo "$lab_noop_ratio"
+    lab_timings+=("$(printf '  %-36s %7ss' "total before down" "$(($(date +%s) - t0))")")
+  )
+}
+
+# tier_lab_extended (not a default tier: about 20 minutes): what the default lab tier leaves out for
+# CI's time, on a converged lab of its own: validate's other four faults (vm2's MTU 1500, vm1's ToS,
+# rdma_cm unloaded, a switch whose PFC disagrees), the rollout's drain-timeout policies (skip, fail)
+# through the lab's Slurm, rail 2 moved to a subnet of its own (--tags nic), and a third VM (netplan,
+# one rail) joining for tests/lab/mtu.yml on all three.
+tier_lab_extended() {
+  (
+    set -euo pipefail
+    cd "$REPO_ROOT"
+    lab_timings=()
+    lab_bandwidth=""
+    trap _lab_finish EXIT
+    trap 'exit 130' INT TERM
+    local t0 inv
+    t0=$(date +%s)
+    lab_own_state /run/rdmaops-lab-tier 2230
+    _lab_step "host packages" lab_ensure_host
+    _lab_step "image (cached unless recipe changed)" lab_cli build
+    _lab_step "up: 2 VMs to SSH, fabric healthy" lab_cli up -n 2
+    inv=$(lab_inventory)
+    _lab_step "converge: site.yml" ansible-playbook -i "$inv" playbooks/site.yml -e rdmaops_scheduler=none
+    _lab_step "validate: 4 more faults caught" lab_validate "$inv" --faults mtu,tos,rdma_cm,switch --skip-healthy
+    _lab_step "rollout: drain timeout skip, fail" python3 tests/lab/rollout.py -i "$inv" --scenarios skip,fail
+    # vm3's fabric NIC is netplan's (vm1 ifupdown, vm2 networkd). vm3 has one rail: a VM whose two
+    # rails share a subnet without the rails' rules answers from whichever NIC its main table lists
+    # first, which vm1 and vm2 (arp_ignore=1 since the converge) rightly ignore on the other rail
+    _lab_step "up: vm3 (netplan, one rail) joins" lab_cli up -n 3 --rails 1
+    _lab_step "mtu: tests/lab/mtu.yml on 3 VMs" ansible-playbook -i "$(lab_cli inventory)" tests/lab/mtu.yml
+    # last: it moves vm1's and vm2's rail 2 away from inventories/lab's rails, which the runs above use
+    _lab_step "rails: subnet per rail (--tags nic)" lab_rails_subnet_per_rail "$inv"
     lab_timings+=("$(printf '  %-36s %7ss' "total before down" "$(($(date +%s) - t0))")")
   )
 }
