@@ -246,50 +246,51 @@ lab_rails_subnet_per_rail() {
   lab_rails check --subnet-per-rail --vms vm1,vm2
 }
 
+# _lab_tier_start [APT_PACKAGE...]: the start every lab tier shares, in the tier's subshell: strict
+# mode, timings, the lab taken down on exit, a lab of its own beside a running one, then the host
+# packages (the lab's and these), the image and two VMs up with a healthy fabric. Sets lab_t0 and
+# lab_inv (the inventory that reaches the lab).
+_lab_tier_start() {
+  set -euo pipefail
+  cd "$REPO_ROOT"
+  lab_timings=()
+  lab_bandwidth=""
+  lab_noop_ratio=""
+  trap _lab_finish EXIT
+  trap 'exit 130' INT TERM
+  lab_t0=$(date +%s)
+  lab_own_state /run/rdmaops-lab-tier 2230
+  _lab_step "host packages" ensure_apt "${LAB_APT_PACKAGES[@]}" "$@"
+  _lab_step "image (cached unless recipe changed)" lab_cli build
+  _lab_step "up: 2 VMs to SSH, fabric healthy" lab_cli up -n 2
+  lab_inv=$(lab_inventory)
+}
+
+# _lab_tier_total: the tier's wall time before `down`, as the last timing line.
+_lab_tier_total() {
+  lab_timings+=("$(printf '  %-36s %7ss' "total before down" "$(($(date +%s) - lab_t0))")")
+}
+
 # tier_soak: the lab under load for RDMAOPS_SOAK_SECONDS (default 600): boot, converge (the rings,
 # MTU and RDMA settings the collection gives the fabric NIC), then tests/lab/soak.py with 2 host CPU
 # hogs (stress-ng), pings between the VMs and ib_write_bw back to back; fails on any lost ping,
 # failed ib_write_bw run, transmit watchdog line or TX error.
 tier_soak() {
   (
-    set -euo pipefail
-    cd "$REPO_ROOT"
-    lab_timings=()
-    trap _lab_finish EXIT
-    trap 'exit 130' INT TERM
-    local t0 inv
-    t0=$(date +%s)
-    lab_own_state /run/rdmaops-lab-tier 2230
-    _lab_step "host packages" ensure_apt "${LAB_APT_PACKAGES[@]}" stress-ng
-    _lab_step "image (cached unless recipe changed)" lab_cli build
-    _lab_step "up: 2 VMs to SSH, fabric healthy" lab_cli up -n 2
-    inv=$(lab_inventory)
+    _lab_tier_start stress-ng
     # inventories/lab rolls out through the lab's Slurm; a fresh lab converges as one batch
     # (rdmaops_serial reaches the rollout's play only as an extra variable)
-    _lab_step "converge: site.yml (rollout, one batch)" ansible-playbook -i "$inv" playbooks/site.yml -e rdmaops_serial=2
+    _lab_step "converge: site.yml (rollout, one batch)" ansible-playbook -i "$lab_inv" playbooks/site.yml -e rdmaops_serial=2
     _lab_step "soak: ${RDMAOPS_SOAK_SECONDS:-600} s under 2 CPU hogs" \
       python3 "$REPO_ROOT/tests/lab/soak.py" --duration "${RDMAOPS_SOAK_SECONDS:-600}" --cpu-hogs 2
-    lab_timings+=("$(printf '  %-36s %7ss' "total before down" "$(($(date +%s) - t0))")")
+    _lab_tier_total
   )
 }
 
 tier_lab() {
   (
-    set -euo pipefail
-    cd "$REPO_ROOT"
-    lab_timings=()
-    lab_bandwidth=""
-    lab_noop_ratio=""
-    trap _lab_finish EXIT
-    trap 'exit 130' INT TERM
-
-    local t0 inv
-    t0=$(date +%s)
-    lab_own_state /run/rdmaops-lab-tier 2230
-    _lab_step "host packages" lab_ensure_host
-    _lab_step "image (cached unless recipe changed)" lab_cli build
-    _lab_step "up: 2 VMs to SSH, fabric healthy" lab_cli up -n 2
-    inv=$(lab_inventory)
+    _lab_tier_start
+    local inv=$lab_inv
     _lab_step "rails: ARP flux before the fix" lab_rails flux
     # A fresh lab has no jobs: it converges in one pass without the scheduler (through the rollout it
     # takes two: what disrupts no job first, then the rest once drained). The re-run below and
@@ -318,7 +319,7 @@ tier_lab() {
     lab_cli summary
     [ -z "$lab_bandwidth" ] || echo "$lab_bandwidth"
     [ -z "$lab_noop_ratio" ] || echo "$lab_noop_ratio"
-    lab_timings+=("$(printf '  %-36s %7ss' "total before down" "$(($(date +%s) - t0))")")
+    _lab_tier_total
   )
 }
 
@@ -329,19 +330,8 @@ tier_lab() {
 # one rail) joining for tests/lab/mtu.yml on all three.
 tier_lab_extended() {
   (
-    set -euo pipefail
-    cd "$REPO_ROOT"
-    lab_timings=()
-    lab_bandwidth=""
-    trap _lab_finish EXIT
-    trap 'exit 130' INT TERM
-    local t0 inv
-    t0=$(date +%s)
-    lab_own_state /run/rdmaops-lab-tier 2230
-    _lab_step "host packages" lab_ensure_host
-    _lab_step "image (cached unless recipe changed)" lab_cli build
-    _lab_step "up: 2 VMs to SSH, fabric healthy" lab_cli up -n 2
-    inv=$(lab_inventory)
+    _lab_tier_start
+    local inv=$lab_inv
     _lab_step "converge: site.yml" ansible-playbook -i "$inv" playbooks/site.yml -e rdmaops_scheduler=none
     _lab_step "validate: 4 more faults caught" lab_validate "$inv" --faults mtu,tos,rdma_cm,switch --skip-healthy
     _lab_step "rollout: drain timeout skip, fail" python3 tests/lab/rollout.py -i "$inv" --scenarios skip,fail
@@ -352,6 +342,6 @@ tier_lab_extended() {
     _lab_step "mtu: tests/lab/mtu.yml on 3 VMs" ansible-playbook -i "$(lab_cli inventory)" tests/lab/mtu.yml
     # last: it moves vm1's and vm2's rail 2 away from inventories/lab's rails, which the runs above use
     _lab_step "rails: subnet per rail (--tags nic)" lab_rails_subnet_per_rail "$inv"
-    lab_timings+=("$(printf '  %-36s %7ss' "total before down" "$(($(date +%s) - t0))")")
+    _lab_tier_total
   )
 }
