@@ -159,9 +159,18 @@ def _host_src(src, family):
 # --------------------------------------------------------------------------------------------
 # persistence renderers: pure functions of the links, one per configuration system
 # --------------------------------------------------------------------------------------------
-def networkd_dropin(links):
-    """A .network drop-in with the links' addresses, routes and rules (one netdev)."""
+def networkd_dropin(links, keep=None):
+    """A .network drop-in with the links' addresses, routes and rules (one netdev).
+
+    ``keep`` (exclusive): the drop-in first clears every static address the files before it gave
+    the link (an empty ``Address=`` in [Network], networkd's reset), then lists ``keep`` (those
+    addresses of a family no rail of the netdev has) and the rails' own. Without the reset the
+    address ``exclusive`` removed comes back whenever networkd configures the link again (the
+    ``networkctl reload`` after this file changed, a reboot)."""
     lines = ["# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % links[0].interface]
+    if keep is not None:
+        lines += ["", "# nic_addresses_exclusive: the link's addresses are the rails' only (and other families' as set before)",
+                  "[Network]", "Address="] + ["Address=%s" % cidr for cidr in keep]
     for link in links:
         lines += ["", "[Address]", "Address=%s" % link.cidr]
         lines += ["", "[Route]", "Destination=%s" % link.network] + (["PreferredSource=%s" % link.route_source] if link.route_source else [])
@@ -517,13 +526,38 @@ class RailLinks:
     def _persist_networkd(self, plan, cfg, links):
         path = os.path.join(os.path.dirname(cfg.path), NETWORKD_DROPIN)
         cfg.details["_rails_path"] = path
-        text = networkd_dropin(links)
+        keep = self._networkd_other_families(cfg, links, path) if self.params.get("exclusive") else None
+        text = networkd_dropin(links, keep=keep)
         before = self.config_ctx.read(path)
         if before != text:
             self.config_ctx.stage(path, text, 0o644, "networkd: %s adds the rail address, table and rule of %s" % (path, cfg.interface),
                                   whole=True)
             return [backends.command(["networkctl", "reload"])] if backends.Networkd(self.config_ctx).running() else []
         return []
+
+    def _networkd_other_families(self, cfg, links, ours):
+        """The static addresses that the link's .network file and the drop-ins read before ``ours``
+        give it, of a family none of ``links`` has: what an exclusive reset must list again."""
+        families = set(link.family for link in links)
+        addresses = []
+        # ours, and the drop-ins networkd reads after it (they keep their addresses), left out
+        earlier = [path for path in cfg.backend._dropins(cfg.details["network_file"], {})
+                   if os.path.basename(path) < os.path.basename(ours)]
+        for path in [cfg.details["network_file"]] + earlier:
+            for section, key, value in fmt.parse_ini(self.config_ctx.read(path) or ""):
+                if key != "Address" or section not in ("Network", "Address"):
+                    continue
+                if not value:
+                    if section == "Network":
+                        del addresses[:]  # that file's own reset
+                    continue
+                try:
+                    family = ipaddress.ip_interface(u"%s" % value).version
+                except ValueError:
+                    continue  # not ours to judge: networkd ignores what it cannot parse
+                if family not in families and value not in addresses:
+                    addresses.append(value)
+        return addresses
 
     def _persist_netplan(self, plan, cfg, links):
         path = cfg.path[:-len(".yaml")] + "-rails.yaml"
@@ -618,12 +652,18 @@ class RailLinks:
                 key = "%s.%s" % (setting, prop)
                 current = [item.strip() for item in _nm_split(nm._get(uuid, key)) if item.strip()]
                 missing = [item for item in wanted[prop] if _nm_norm(item) not in set(_nm_norm(c) for c in current)]
-                if not missing:
+                # exclusive: the profile's other addresses of this family go too, or the next activation
+                # (a reboot, nmcli up) brings back what the live change removed
+                foreign = [item for item in current if _nm_norm(item) not in set(_nm_norm(w) for w in wanted[prop])] \
+                    if prop == "addresses" and self.params.get("exclusive") else []
+                if not missing and not foreign:
                     continue
-                value = ", ".join(current + missing)
+                value = ", ".join([item for item in current if item not in foreign] + missing)
+                what = (["%s += %s" % (key, ", ".join(missing))] if missing else []) + (
+                    ["%s -= %s (nic_addresses_exclusive)" % (key, ", ".join(foreign))] if foreign else [])
                 plan.add("networkmanager:%s:%s" % (cfg.details["profile"], key), ", ".join(current), value,
                          self._run(["nmcli", "connection", "modify", uuid, key, value]),
-                         "networkmanager: profile %s %s += %s" % (cfg.details["profile"], key, ", ".join(missing)),
+                         "networkmanager: profile %s %s" % (cfg.details["profile"], "; ".join(what)),
                          undo=self._run(["nmcli", "connection", "modify", uuid, key, ", ".join(current)]))
         return commands
 
