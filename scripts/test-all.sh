@@ -42,8 +42,9 @@ tier_unit() {
   # libyang-tools: yanglint validates the SONiC driver's tables against sonic-yang-models;
   # netplan.io: `netplan generate` renders the MTU and rails drop-ins (else those tests skip);
   # slurmctld, slurmd, slurm-client, munge: a real Slurm on this machine for the rollout tests;
-  # prometheus: promtool parses the monitor's metrics and runs its alert rule tests
-  ensure_apt ifupdown libyang-tools netplan.io slurmctld slurmd slurm-client munge prometheus
+  # prometheus: promtool parses the monitor's metrics and runs its alert rule tests;
+  # iputils-ping: validate's path check pings between network namespaces (a fresh machine has no ping)
+  ensure_apt ifupdown libyang-tools netplan.io slurmctld slurmd slurm-client munge prometheus iputils-ping
   (cd "$REPO_ROOT" && python -m pytest -q -p no:cacheprovider --durations=15)
 }
 
