@@ -2,11 +2,15 @@
 the failure path that becomes fail_json), for tests that try many inputs: ``run(**params)`` returns
 the module's result (``failed`` and ``msg`` on failure) and its warnings.
 
-Also the per-NOS grammar of what the renderers may write (every line a CLI renderer emits matches
-one of ``LINE_GRAMMAR[nos]`` whole) and the checks the hostile-input tests share.
+Also a SONiC switch in memory (``FakeSonic``), the per-NOS grammar of what the renderers may write
+(every line a CLI renderer emits matches one of ``LINE_GRAMMAR[nos]`` whole) and the checks the
+hostile-input tests share.
 """
 
+import copy
 import re
+
+import jsonpatch
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, execute, failure
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
@@ -93,3 +97,29 @@ def ports_in_lines(nos, lines):
         if port is not None and port not in ports:
             ports.append(port)
     return ports
+
+
+class FakeSonic:
+    """A SONiC switch in memory: its CONFIG_DB as ``sonic-cfggen -d --print-data`` prints it, taking
+    RFC 6902 patches as ``config apply-patch`` does; ``applied`` lists the patches it took (a test of
+    a refusal asserts it stays empty)."""
+
+    def __init__(self, config_db):
+        self.config_db = copy.deepcopy(config_db)
+        self.applied = []
+
+    def version(self):
+        return "202411"
+
+    def read(self):
+        return copy.deepcopy(self.config_db)
+
+    def apply(self, ops):
+        self.config_db = jsonpatch.apply_patch(self.config_db, ops)
+        self.applied.append(ops)
+
+
+# What a SONiC switch with two ports and the dynamic buffer model holds before the profile.
+SONIC_BASE = {"PORT": {"Ethernet0": {"mtu": "9100"}, "Ethernet4": {"mtu": "9100"}},
+              "DEVICE_METADATA": {"localhost": {"buffer_model": "dynamic"}},
+              "BUFFER_PROFILE": {"egress_lossless_profile": {}}}

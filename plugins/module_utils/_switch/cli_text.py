@@ -109,8 +109,9 @@ def number_list(text, low=0, high=None, what="value", where=""):
 
 
 def natural_key(name):
-    """Sort key that orders Ethernet2 before Ethernet10 and 1/2 before 1/10, as the NOSes list ports."""
-    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", name)]
+    """Sort key that orders Ethernet2 before Ethernet10 and 1/2 before 1/10, as the NOSes list ports.
+    ASCII digits only: str.isdigit() takes "²", which int() refuses; such a name sorts as text."""
+    return [int(part) if index % 2 else part.lower() for index, part in enumerate(re.split(r"([0-9]+)", name))]
 
 
 # The largest ECN threshold a configuration may state, in bytes (the intent's own limit: 1 GiB).

@@ -27,6 +27,8 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import I
 
 # The longest name shown in a message: enough to recognise it, never a page of it.
 SHOWN = 60
+# The most problems one message lists: a list of 100,000 bad names is a message of a few lines.
+LISTED = 10
 
 
 def show(name):
@@ -35,6 +37,14 @@ def show(name):
         return "a value that is not text"
     text = json.dumps(name[:SHOWN])
     return text if len(name) <= SHOWN else text[:-1] + '..."'
+
+
+def _listed(problems):
+    """The first :data:`LISTED` of ``problems`` joined for a message, saying how many more there are."""
+    text = "; ".join(problems[:LISTED])
+    if len(problems) > LISTED:
+        text += "; and %d more" % (len(problems) - LISTED)
+    return text
 
 
 class PortNames(object):
@@ -85,7 +95,8 @@ def check_config_interfaces(rule, config):
         if why:
             problems.append("config.interfaces[%d]: %s" % (index, why))
     if problems:
-        raise InputError("; ".join(problems), option="config.interfaces", problems=problems)
+        raise InputError(_listed(problems), option="config.interfaces", problems=problems[:LISTED],
+                         problem_count=len(problems))
 
 
 def filter_read_back(rule, found, source, warn):
@@ -94,13 +105,18 @@ def filter_read_back(rule, found, source, warn):
     names came from, "running_config" or the switch's configuration)."""
     if not isinstance(found, dict):
         return found
-    kept = []
+    kept, left_out = [], 0
     for name in found.get("interfaces") or []:
         why = rule.problem(name)
-        if why:
-            warn("%s names an interface this module does not read, left out of the result: %s" % (source, why))
-        else:
+        if not why:
             kept.append(name)
+            continue
+        left_out += 1
+        if left_out <= LISTED:  # a warning each for the first ones, then one that counts the rest
+            warn("%s names an interface this module does not read, left out of the result: %s" % (source, why))
+    if left_out > LISTED:
+        warn("%s names %d more interfaces this module does not read, left out of the result"
+             % (source, left_out - LISTED))
     result = dict(found)
     result["interfaces"] = kept
     return result
@@ -115,4 +131,4 @@ def refuse_in_commands(rule, names, state):
         raise RefusedError(
             "state=%s would have to change interface(s) the switch holds under a name this module never writes "
             "(%s); nothing was sent: fix the name on the switch, or list the ports to change in config.interfaces "
-            "with state replaced or deleted" % (state, "; ".join(bad)), problems=bad)
+            "with state replaced or deleted" % (state, _listed(bad)), problems=bad[:LISTED], problem_count=len(bad))

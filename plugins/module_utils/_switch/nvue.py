@@ -61,8 +61,6 @@ ROCE_STATE_SINCE = (5, 15)
 # The PFC watchdog (`interface <port> qos pfc-watchdog`) exists from NVUE 5.6.
 PFC_WATCHDOG_SINCE = (5, 6)
 TRUST_WORDS = {"dscp": "l3", "pcp": "l2"}
-# Interfaces that never carry the RoCE profile: management, loopback.
-_NOT_FABRIC = re.compile(r"(eth\d+|lo|mgmt)")
 # The interface names NVUE's object model allows (nvueschema's InterfaceName, the same in every
 # release 5.0-5.18, matched whole here: its own `$` would let a trailing newline through), at most
 # 15 characters as Linux takes them; the management and loopback ones never carry the profile.
@@ -187,11 +185,19 @@ def _int(value):
         return value
 
 
+def _never_fabric(name):
+    """Whether ``name`` is one the naming rule refuses as never carrying the profile (management,
+    loopback: eth0, eth0.10, lo, mgmt): its MTU is the switch's own business, not the profile's."""
+    return isinstance(name, str) and any(pattern.fullmatch(name) for pattern, dummy in PORT_NAMES.refused)
+
+
 def _profile_ports(config):
-    """The fabric interfaces carrying a part of the profile (an MTU or a PFC watchdog), in order."""
+    """The fabric interfaces carrying a part of the profile (an MTU or a PFC watchdog), in order.
+    Names the naming rule refuses as management or loopback are no fabric port: neither read nor
+    changed (the same rule, so an eth0.10 with an MTU is never a name the user has to fix)."""
     ports = _dig(config, "interface") or {}
     return [name for name, port in ports.items()
-            if isinstance(port, dict) and not _NOT_FABRIC.fullmatch(name)
+            if isinstance(port, dict) and not _never_fabric(name)
             and (_dig(port, "link", "mtu") is not None or _dig(port, "qos", "pfc-watchdog") is not None)]
 
 
@@ -405,8 +411,9 @@ def plan(state, profile, interfaces, raw, version):
     return commands, predicted
 
 
-def command_ports(commands):
-    """The interface names the PATCH bodies ``commands`` write or unset."""
+def command_ports(commands, raw=None):
+    """The interface names the PATCH bodies ``commands`` write or unset (each body names its
+    interfaces itself: ``raw``, the applied configuration, is not needed)."""
     names = []
     for body in commands:
         for name in (body.get("interface") or {}) if isinstance(body, dict) else ():

@@ -23,7 +23,8 @@ and, for the NOSes this module configures (nvue, sonic):
                               (raising an RdmaopsError with what was and was not applied) and
                               optionally ``dry_run(commands)`` (check mode)
 ``parse_raw(raw)``            ``parse`` of what ``read()`` returned
-``command_ports(commands)``   the interface names the commands write or remove
+``command_ports(commands, raw)``  the interface names the commands write or remove in ``raw``
+                              (a command on a whole table names every row the table holds)
 ``SOURCE``                    where ``read()`` reads, for messages
 ``plan(state, profile, interfaces, raw, version)``  ``(commands, predicted_raw)``: the commands
                               (NVUE patch bodies, RFC 6902 operations) that take ``raw`` to the
@@ -171,11 +172,12 @@ class SwitchRoce(Engine):
         if self.state == "gathered":
             return
         self.nos_profile = self._profile_for_nos()
-        self.commands, predicted = self.driver.plan(self.state, self.nos_profile, self.interfaces, self.raw, self.version)
+        self.commands, predicted = self._plan_driver()
         if not self.commands:
             return
         # A name the switch holds that breaks the naming rule is never written into a command.
-        refuse_in_commands(self.driver.PORT_NAMES, self.driver.command_ports(self.commands), self.state)
+        named = self._guarded(lambda: self.driver.command_ports(self.commands, self.raw), self.source)
+        refuse_in_commands(self.driver.PORT_NAMES, named, self.state)
         self.after = self._read_back(predicted)
         if self.check_mode and hasattr(self.device, "dry_run"):
             self.device.dry_run(self.commands)
@@ -186,10 +188,17 @@ class SwitchRoce(Engine):
         if not plan.add("switch", self.before, self.after, lambda: self.device.apply(commands), description):
             plan.add("switch_commands", [], commands, lambda: self.device.apply(commands), description)
 
+    def _plan_driver(self):
+        """The driver's ``(commands, predicted)`` for the switch's configuration, guarded like every
+        read of it: a shape the parser's checks let through yet the plan trips over is one message
+        naming the switch's answer, never Python's own words."""
+        return self._guarded(lambda: self.driver.plan(self.state, self.nos_profile, self.interfaces, self.raw,
+                                                      self.version), self.source)
+
     def verify(self):
         self.raw = self._read_switch()
         self.after = self._read_back(self.raw)
-        left, dummy = self.driver.plan(self.state, self.nos_profile, self.interfaces, self.raw, self.version)
+        left, dummy = self._plan_driver()
         if left:
             return ["the switch still differs after applying: %s" % (left,)]
         return []

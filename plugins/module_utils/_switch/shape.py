@@ -62,10 +62,22 @@ def _join(where, key):
 
 
 class Shape(object):
-    """Base: ``check(value, where)`` raises ReadError; ``None`` (absent) always passes."""
+    """Base: ``check(value, where)`` raises ReadError.  ``None`` (absent, or JSON null) passes unless
+    :func:`no_nulls` made the shape refuse null: a configuration that never holds null (CONFIG_DB
+    keeps every value as text) is malformed where it does, and its code would trip over it."""
+
+    nullable = True
 
     def check(self, value, where):
         raise NotImplementedError
+
+    def absent(self, value, where, wanted):
+        """True when ``value`` is None and may be; ReadError when it is None and may not."""
+        if value is not None:
+            return False
+        if self.nullable:
+            return True
+        raise ReadError(where, "is null where %s belongs" % wanted)
 
 
 class Int(Shape):
@@ -75,10 +87,10 @@ class Int(Shape):
         self.low, self.high, self.as_text = low, high, as_text
 
     def check(self, value, where):
-        if value is None:
-            return
         wanted = ("decimal text from %d to %d (CONFIG_DB keeps numbers as text)" if self.as_text
                   else "a whole number from %d to %d") % (self.low, self.high)
+        if self.absent(value, where, wanted):
+            return
         if self.as_text:
             if not isinstance(value, str) or not re.fullmatch(r"[0-9]{1,20}", value):
                 raise ReadError(where, "is %s where %s belongs" % (kind(value), wanted))
@@ -99,7 +111,7 @@ class Text(Shape):
         self.what = what
 
     def check(self, value, where):
-        if value is None:
+        if self.absent(value, where, "text"):
             return
         if not isinstance(value, str):
             raise ReadError(where, "is %s where text belongs" % kind(value))
@@ -114,12 +126,13 @@ class Map(Shape):
         self.fields = fields
 
     def check(self, value, where):
-        if value is None:
+        if self.absent(value, where, "a mapping"):
             return
         if not isinstance(value, dict):
             raise ReadError(where, "is %s where a mapping belongs" % kind(value))
         for key, shape in self.fields.items():
-            shape.check(value.get(key), _join(where, key))
+            if key in value:  # an absent field is not read; a null one is checked (no_nulls refuses it)
+                shape.check(value[key], _join(where, key))
 
 
 class Each(Shape):
@@ -132,7 +145,7 @@ class Each(Shape):
         self.low, self.high = low, high
 
     def check(self, value, where):
-        if value is None:
+        if self.absent(value, where, "a mapping"):
             return
         if not isinstance(value, dict):
             raise ReadError(where, "is %s where a mapping belongs" % kind(value))
@@ -143,6 +156,15 @@ class Each(Shape):
                 if self.low is not None and not self.low <= int(key) <= self.high:
                     raise ReadError(where, "has the key %s, outside %d to %d" % (key, self.low, self.high))
             self.item.check(item, _join(where, key))
+
+
+def no_nulls(shape):
+    """``shape`` (and every shape inside it) refusing null wherever it checks a value; returns it."""
+    shape.nullable = False
+    for inner in list(getattr(shape, "fields", {}).values()) + [getattr(shape, "item", None)]:
+        if inner is not None:
+            no_nulls(inner)
+    return shape
 
 
 def check(shape, value, where=""):

@@ -56,7 +56,7 @@ import tempfile
 import time
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
+from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames, show
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import (
     Each,
     Int,
@@ -66,6 +66,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import 
     check,
     kind,
     load_json,
+    no_nulls,
     whole,
 )
 
@@ -116,8 +117,9 @@ def _row(**fields):
 _TEXT = Text()
 _NUMBER = Int(0, 1 << 32, as_text=True)
 _PRIORITIES = Text(r"([0-7](,[0-7])*)?", "a list of priorities (0 to 7, comma-separated, e.g. 3,4)")
-# The tables the driver reads or plans with, every row a mapping of text as CONFIG_DB holds it.
-CONFIG_SHAPE = Map({
+# The tables the driver reads or plans with, every row a mapping of text as CONFIG_DB holds it.  CONFIG_DB
+# never holds null (Redis keeps text): a null table, row or field is malformed, and read as such.
+CONFIG_SHAPE = no_nulls(Map({
     "PORT_QOS_MAP": Each(Map(dict(
         [(field, _TEXT) for field in ("dscp_to_tc_map", "dot1p_to_tc_map", "tc_to_queue_map", "tc_to_pg_map",
                                       "pfc_to_queue_map")]
@@ -137,10 +139,15 @@ CONFIG_SHAPE = Map({
     "BUFFER_QUEUE": Each(_row(profile=_TEXT)),
     "BUFFER_PROFILE": Each(Map({})),
     "DEVICE_METADATA": Each(_row(buffer_model=_TEXT)),
-})
+}))
 PORT_TABLES = ("PORT_QOS_MAP", "QUEUE", "PFC_WD", "BUFFER_PG", "BUFFER_QUEUE", "PORT")
+# The port tables keyed "<port>|<index>"; the others are keyed by the port name whole.
+INDEXED_TABLES = ("QUEUE", "BUFFER_PG", "BUFFER_QUEUE")
 RELEASE_RE = re.compile(r"(?m)^release:\s*'?([^'\s]+)'?\s*$")
-PORT_ORDER_RE = re.compile(r"(\d+)")
+# ASCII digits only: str.isdigit() takes "²", which int() refuses, and \d takes "٣" (Arabic-Indic 3); a
+# name with either breaks the naming rule and must still sort, to be left out with a warning.
+PORT_ORDER_RE = re.compile(r"([0-9]+)")
+DIGITS_RE = re.compile(r"[0-9]+")
 
 
 def max_mtu(version):
@@ -148,7 +155,7 @@ def max_mtu(version):
 
 
 def _natural(name):
-    return [int(part) if part.isdigit() else part for part in PORT_ORDER_RE.split(name)]
+    return [int(part) if DIGITS_RE.fullmatch(part) else part for part in PORT_ORDER_RE.split(name)]
 
 
 def _priorities_text(priorities):
@@ -165,7 +172,7 @@ def _is_ours(table, name):
     if table == "WRED_PROFILE":
         return name == WRED_NAME
     if table == "SCHEDULER":
-        return name == STRICT_NAME or (name.startswith(DWRR_PREFIX) and name[len(DWRR_PREFIX):].isdigit())
+        return name == STRICT_NAME or (name.startswith(DWRR_PREFIX) and bool(DIGITS_RE.fullmatch(name[len(DWRR_PREFIX):])))
     return False
 
 
@@ -260,7 +267,7 @@ MAX_INDEX = 63
 
 def _index_range(text, where=""):
     """The indexes of a QUEUE/BUFFER key's index part: "3" -> [3], "3-4" -> [3, 4]; [] if not one."""
-    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text or "")
+    match = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", text or "")
     if not match:
         return []
     low = whole(match.group(1), 0, MAX_INDEX, "the index", where)
@@ -279,7 +286,7 @@ def _port_rows(config, table, port):
 
 
 def _ints(text):
-    return sorted(int(part) for part in (text or "").split(",") if part.strip().isdigit())
+    return sorted(int(part) for part in (text or "").split(",") if DIGITS_RE.fullmatch(part.strip()))
 
 
 def _int_or_none(value):
@@ -338,7 +345,7 @@ def _parse_port(config, port):
                            if (schedulers.get(row.get("scheduler")) or {}).get("type") == "STRICT")
 
     def dscps_on(tc):
-        return [int(dscp) for dscp, mapped in (dscp_map or {}).items() if _int_or_none(mapped) == tc and dscp.isdigit()]
+        return [int(dscp) for dscp, mapped in (dscp_map or {}).items() if _int_or_none(mapped) == tc and DIGITS_RE.fullmatch(dscp)]
 
     # The RoCE class is the PFC (else ECN) class a DSCP classifies into; the default class 0 only when
     # nothing else is lossless or marked (ECN on queues 0 and 3 of a lossy profile: RoCE is 3).
@@ -491,9 +498,11 @@ def _desired(state, profile, interfaces, raw, version):
         _check_profile(profile)
         unknown = [port for port in interfaces if port not in (raw.get("PORT") or {})]
         if unknown:
+            # the PORT keys are the switch's text: shown escaped, as every name read back is
             raise InputError("config.interfaces: %s not a port of this switch (its PORT table has %s)"
                              % (", ".join(unknown) + (" is" if len(unknown) == 1 else " are"),
-                                ", ".join(sorted(raw.get("PORT") or {}, key=_natural)[:8]) or "none"),
+                                ", ".join(show(name) for name in sorted(raw.get("PORT") or {}, key=_natural)[:8])
+                                or "none"),
                              option="config")
         rendered = _global_objects(profile)
         for table, rows in rendered.items():
@@ -540,30 +549,81 @@ def _create_only_schedulers(ops, raw, desired):
     return result
 
 
+def _without_move_and_copy(ops, raw):
+    """``ops`` with every ``move`` and ``copy`` spelled as the plain ``remove`` and ``add`` they stand
+    for.  jsonpatch makes a ``move`` of a row removed here and added alike there (a QUEUE row of a
+    port the profile leaves, the same row on a port it goes on): ``config apply-patch`` and whoever
+    reviews the patch read plain operations better, and every name they touch is in their ``path``."""
+    if not any(op["op"] in ("move", "copy") for op in ops):
+        return ops
+    document = copy.deepcopy(raw)  # each op's value is where the ops before it left the document
+    result = []
+    for op in ops:
+        if op["op"] in ("move", "copy"):
+            value = copy.deepcopy(jsonpatch.JsonPointer(op["from"]).resolve(document))
+            spelled = [{"op": "add", "path": op["path"], "value": value}]
+            if op["op"] == "move":
+                spelled.insert(0, {"op": "remove", "path": op["from"]})
+        else:
+            spelled = [op]
+        document = jsonpatch.apply_patch(document, spelled, in_place=True)
+        result.extend(spelled)
+    return result
+
+
 def plan(state, profile, interfaces, raw, version):
-    """``(ops, predicted)``: the RFC 6902 operations that take CONFIG_DB ``raw`` to ``state``."""
+    """``(ops, predicted)``: the RFC 6902 operations (add, remove and replace only) that take
+    CONFIG_DB ``raw`` to ``state``."""
     if not HAS_JSONPATCH:
         raise RdmaopsError("the SONiC driver needs the Python package jsonpatch on the switch (Debian: "
                            "python3-jsonpatch; SONiC images carry it for config apply-patch): install it there")
     desired = _desired(state, profile, interfaces or [], raw, version)
-    ops = _create_only_schedulers(jsonpatch.make_patch(raw, desired).patch, raw, desired)
+    ops = _without_move_and_copy(jsonpatch.make_patch(raw, desired).patch, raw)
+    ops = _create_only_schedulers(ops, raw, desired)
     if not ops:
         return [], raw
     return ops, jsonpatch.apply_patch(raw, ops)
 
 
-def command_ports(ops):
-    """The port names the RFC 6902 operations ``ops`` write or remove (keys of the port tables)."""
+def _port_of_key(table, key):
+    """The port name a port table's key names: "Ethernet0|3" of QUEUE -> "Ethernet0"; a PORT_QOS_MAP
+    key is the name whole ("Ethernet0|3-4" there is no port of SONiC's)."""
+    return key.partition("|")[0] if table in INDEXED_TABLES and isinstance(key, str) else key
+
+
+def _pointer_ports(pointer, value, raw):
+    """The port names an operation at JSON pointer ``pointer`` (with ``value``, for add/replace)
+    touches in CONFIG_DB ``raw``: the key under a port table, or, for the table itself, every key it
+    holds and every key ``value`` brings (removing the last row removes the whole table)."""
+    if not isinstance(pointer, str):
+        return []
+    parts = pointer.split("/")
+    if len(parts) > 2 and parts[1] in PORT_TABLES:
+        return [_port_of_key(parts[1], parts[2].replace("~1", "/").replace("~0", "~"))]
+    if len(parts) == 2 and parts[1] in PORT_TABLES:
+        tables = [parts[1]]
+        value = {parts[1]: value}
+    elif pointer == "":  # the whole CONFIG_DB
+        tables = PORT_TABLES
+    else:
+        return []
+    names = []
+    for table in tables:
+        for source in (raw, value):
+            rows = source.get(table) if isinstance(source, dict) else None
+            names.extend(_port_of_key(table, key) for key in (rows if isinstance(rows, dict) else ()))
+    return names
+
+
+def command_ports(ops, raw=None):
+    """The port names the RFC 6902 operations ``ops`` write or remove (keys of the port tables) in
+    CONFIG_DB ``raw``: where an operation writes (``path``) and where it takes from (``from``)."""
     names = []
     for op in ops:
-        parts = (op.get("path") or "").split("/") if isinstance(op, dict) else []
-        if len(parts) > 2 and parts[1] in PORT_TABLES:
-            name = parts[2].replace("~1", "/").replace("~0", "~").partition("|")[0]
-            if name not in names:
-                names.append(name)
-        elif len(parts) == 2 and parts[1] in PORT_TABLES and isinstance(op.get("value"), dict):
-            for key in op["value"]:
-                name = key.partition("|")[0]
+        if not isinstance(op, dict):
+            continue
+        for pointer, value in ((op.get("path"), op.get("value")), (op.get("from"), None)):
+            for name in _pointer_ports(pointer, value, raw):
                 if name not in names:
                     names.append(name)
     return names

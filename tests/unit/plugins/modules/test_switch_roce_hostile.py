@@ -1,11 +1,12 @@
 """rdmaops.roce.switch_roce through ansible-playbook against hostile and malformed input (issue 20):
 names that carry configuration refused for every NOS and read-back names reported, never rendered;
 running_config of the wrong shape for every NOS failing with one message naming running_config and
-the place; and on a Cumulus switch (the NVUE API stand-in, tests/tools/nvue_standin) names and
-shapes the switch itself answers with.  Engine-level cases: tests/unit/plugins/module_utils/_switch/
+the place; and on a SONiC switch (fake sonic-cfggen and config on PATH) and a Cumulus switch (the
+NVUE API stand-in, tests/tools/nvue_standin) names and shapes the switch itself answers with.  Engine-level cases: tests/unit/plugins/module_utils/_switch/
 test_resource.py and its property tests."""
 
 import json
+import os
 
 import yaml
 
@@ -121,3 +122,62 @@ def test_names_and_shapes_a_cumulus_switch_answers_with(tmp_path):
             assert got[name]["msg"].startswith(source + 'interface.swp1.link.mtu is text ("9216") where a whole number')
         assert nvuesite.revisions_created(switch) == []
         assert stats["failures"] == 0 and stats["ignored"] == 3, results
+
+
+# A SONiC switch's CONFIG_DB as the fake sonic-cfggen prints it (one file per task), and a fake
+# `config` that only records being called: a refused plan must never reach it.
+FAKE_CFGGEN = '#!/bin/sh\ncat "$FAKE_CONFIG_DB"\n'
+FAKE_CONFIG = '#!/bin/sh\necho "$@" >> "$FAKE_CONFIG_LOG"\n'
+SONIC_BASE = {"PORT": {"Ethernet0": {"mtu": "9100"}, "Ethernet4": {"mtu": "9100"}},
+              "DEVICE_METADATA": {"localhost": {"buffer_model": "dynamic"}},
+              "BUFFER_PROFILE": {"egress_lossless_profile": {}}}
+SONIC_ANSWERS = {
+    # the same QUEUE row off a bad name and onto Ethernet0: jsonpatch's move, its bad name in "from"
+    "moved": dict(SONIC_BASE, QUEUE={"Ethernet9;x|0": {"scheduler": "ROCE_DWRR_50"}},
+                  SCHEDULER={"ROCE_DWRR_50": {"type": "DWRR", "weight": "50"}}),
+    # the bad-named row is its table's last: the whole table is removed
+    "last row": dict(SONIC_BASE, PORT_QOS_MAP={"Ethernet0|3-4": {"dscp_to_tc_map": "ROCE"}},
+                     DSCP_TO_TC_MAP={"ROCE": {"0": "0"}}),
+    "null table": dict(SONIC_BASE, PORT_QOS_MAP=None),
+    "superscript": dict(SONIC_BASE, PORT_QOS_MAP={"Ethernet0\u00b2": {"dscp_to_tc_map": "ROCE"}}),
+}
+
+
+def test_a_sonic_switch_holding_bad_names_or_nulls_is_refused_with_nothing_sent(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("sonic-cfggen", FAKE_CFGGEN), ("config", FAKE_CONFIG)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "config.log"
+    tasks = []
+    for answer, state in (("moved", "overridden"), ("last row", "deleted"), ("null table", "merged"),
+                          ("superscript", "gathered"), ("superscript", "deleted")):
+        (tmp_path / ("%s.json" % answer)).write_text(json.dumps(SONIC_ANSWERS[answer]))
+        args = dict(os="sonic", state=state, nos_version="202411")
+        if state in ("overridden", "merged"):
+            args["config"] = dict(fabric={}, interfaces=["Ethernet0"])
+        tasks.append(task("%s %s" % (answer, state), args, environment=dict(
+            FAKE_CONFIG_DB=str(tmp_path / ("%s.json" % answer)), FAKE_CONFIG_LOG=str(log))))
+    tasks.append(task("many bad names", dict(os="sonic", state="rendered",
+                                             config=dict(fabric={}, interfaces=["x;"] * 20000))))
+    path = tmp_path / "play.yml"
+    path.write_text(yaml.safe_dump([dict(hosts="localhost", gather_facts=False, tasks=tasks)]))
+    rc, results, stats = ansiblerun.playbook(path, dict(PATH="%s:%s" % (bin_dir, os.environ["PATH"])))
+    assert "Traceback" not in json.dumps(results)
+    refused = "would have to change interface(s) the switch holds under a name this module never writes"
+    for name, bad in (("moved overridden", '"Ethernet9;x"'), ("last row deleted", '"Ethernet0|3-4"'),
+                      ("superscript deleted", '"Ethernet0\\u00b2"')):
+        assert results[name]["failed"] is True and results[name]["changed"] is False, results[name]
+        assert refused in results[name]["msg"] and bad in results[name]["msg"], results[name]["msg"]
+    null = results["null table merged"]
+    assert null["failed"] is True and null["msg"] == (
+        "the switch's CONFIG_DB (sonic-cfggen -d --print-data) cannot be read: PORT_QOS_MAP is null where a mapping "
+        "belongs"), null
+    gathered = results["superscript gathered"]
+    assert gathered["gathered"]["interfaces"] == [], gathered
+    assert [w for w in gathered["warnings"] if '"Ethernet0\\u00b2" is not a port name of SONiC' in w], gathered
+    many = results["many bad names"]
+    assert many["failed"] is True and many["msg"].endswith("; and 19990 more") and len(many["msg"]) < 3000
+    assert not log.exists(), log.read_text()  # `config` was never run: nothing was sent
+    assert stats["failures"] == 0 and stats["ignored"] == 5, stats

@@ -37,6 +37,12 @@ def test_number_list(text, values):
     assert cli_text.number_list(text) == values
 
 
+def test_natural_key_sorts_names_with_digits_other_than_ascii_as_text():
+    # "²" is a digit to str.isdigit() but not to int(); "٣" (Arabic-Indic 3) is one to both
+    names = ["Ethernet1\u00b2", "Ethernet\u0663", "Ethernet10", "Ethernet2"]
+    assert sorted(names, key=cli_text.natural_key) == ["Ethernet1\u00b2", "Ethernet2", "Ethernet10", "Ethernet\u0663"]
+
+
 def test_natural_key_orders_ports_as_switches_list_them():
     names = ["Ethernet10", "Ethernet2/1", "Ethernet2", "Ethernet1/10", "Ethernet1/2"]
     assert sorted(names, key=cli_text.natural_key) == ["Ethernet1/2", "Ethernet1/10", "Ethernet2", "Ethernet2/1", "Ethernet10"]

@@ -286,3 +286,131 @@ def test_the_drivers_name_their_rule_and_their_source():
     for driver in (eos, nvue, nxos, onyx, sonic):
         assert driver.PORT_NAMES.problem(GOOD[[k for k, v in resource.DRIVERS.items() if v is driver][0]][0]) is None
     assert nvue.SOURCE and sonic.SOURCE
+
+
+# --- SONiC: what the switch's CONFIG_DB holds (names and shapes), in the acting states ------------
+
+def _sonic(monkeypatch, config_db):
+    switch = switchengine.FakeSonic(dict(switchengine.SONIC_BASE, **config_db))
+    monkeypatch.setattr(sonic, "connect", lambda ctx: switch)
+    return switch
+
+
+ON_ETHERNET0 = {"fabric": {}, "interfaces": ["Ethernet0"]}
+SONIC_REFUSED = "would have to change interface(s) the switch holds under a name this module never writes"
+
+
+def test_sonic_a_row_moved_off_a_bad_name_is_refused_with_nothing_sent(monkeypatch):
+    # overridden takes the profile off Ethernet9;x and puts the same QUEUE row on Ethernet0: jsonpatch
+    # would make that one move op whose bad name is only in its "from"
+    switch = _sonic(monkeypatch, {"QUEUE": {"Ethernet9;x|0": {"scheduler": "ROCE_DWRR_50"}},
+                                  "SCHEDULER": {"ROCE_DWRR_50": {"type": "DWRR", "weight": "50"}}})
+    result, dummy = switchengine.run(os="sonic", state="overridden", config=ON_ETHERNET0)
+    assert result["failed"] and result["changed"] is False, result
+    assert "state=overridden " + SONIC_REFUSED in result["msg"] and '"Ethernet9;x"' in result["msg"]
+    switchengine.assert_clear(result["msg"], ["nothing was sent"])
+    assert switch.applied == []
+
+
+@pytest.mark.parametrize("bad", ["Ethernet0|3-4", "Ethernet0\nshutdown", "Ethernet0\u00b2", "PortChannel1"])
+def test_sonic_removing_a_whole_table_is_judged_by_the_names_it_holds(monkeypatch, bad):
+    # the bad-named row is the table's last: the op removes /PORT_QOS_MAP, naming no row itself
+    switch = _sonic(monkeypatch, {"PORT_QOS_MAP": {bad: {"dscp_to_tc_map": "ROCE"}},
+                                  "DSCP_TO_TC_MAP": {"ROCE": {"0": "0"}}})
+    result, warnings = switchengine.run(os="sonic", state="deleted")
+    assert result["failed"] and result["changed"] is False, result
+    assert "state=deleted " + SONIC_REFUSED in result["msg"], result["msg"]
+    assert "\n" not in result["msg"] and switch.applied == []
+    assert [w for w in warnings if "left out of the result" in w], warnings
+
+
+SONIC_NULLS = [
+    ({"PORT": {"Ethernet0": None, "Ethernet4": {"mtu": "9100"}}}, "PORT.Ethernet0 is null where a mapping belongs"),
+    ({"PORT_QOS_MAP": None}, "PORT_QOS_MAP is null where a mapping belongs"),
+    ({"PORT_QOS_MAP": {"Ethernet4": None}}, "PORT_QOS_MAP.Ethernet4 is null where a mapping belongs"),
+    ({"PORT_QOS_MAP": {"Ethernet4": {"pfc_enable": None}}}, "PORT_QOS_MAP.Ethernet4.pfc_enable is null where text"),
+    ({"QUEUE": {"Ethernet4|3": None}}, "QUEUE.Ethernet4|3 is null where a mapping belongs"),
+    ({"QUEUE": None}, "QUEUE is null where a mapping belongs"),
+    ({"BUFFER_PG": None}, "BUFFER_PG is null where a mapping belongs"),
+    ({"PFC_WD": None}, "PFC_WD is null where a mapping belongs"),
+    ({"DEVICE_METADATA": {"localhost": None}}, "DEVICE_METADATA.localhost is null where a mapping belongs"),
+]
+
+
+@pytest.mark.parametrize("state", ("merged", "replaced", "overridden", "deleted", "gathered"))
+@pytest.mark.parametrize("config_db, words", SONIC_NULLS)
+def test_sonic_null_in_configdb_fails_naming_the_answer_and_the_place(monkeypatch, state, config_db, words):
+    switch = _sonic(monkeypatch, config_db)
+    result, dummy = switchengine.run(os="sonic", state=state, config=None if state == "gathered" else ON_ETHERNET0)
+    assert result["failed"] and result["changed"] is False, result
+    assert result["msg"].startswith("%s cannot be read: %s" % (sonic.SOURCE, words)), result["msg"]
+    switchengine.assert_clear(result["msg"], [sonic.SOURCE])
+    assert switch.applied == []
+
+
+def test_a_plan_tripping_over_a_shape_the_checks_let_through_is_one_message_not_a_traceback(monkeypatch):
+    # the last-resort guard around the driver's plan (the checks above come first; this proves none of
+    # Python's words would reach a user if a check were missing)
+    switch = _sonic(monkeypatch, {})
+
+    def trips(*args):
+        raise TypeError("'NoneType' object is not subscriptable")
+
+    monkeypatch.setattr(sonic, "plan", trips)
+    result, dummy = switchengine.run(os="sonic", state="merged", config=ON_ETHERNET0)
+    assert result["failed"] and result["changed"] is False, result
+    assert result["msg"].startswith(sonic.SOURCE + " " + resource.UNFORESEEN), result["msg"]
+    assert not switchengine.PYTHON_WORDS.search(result["msg"]) and switch.applied == []
+
+
+def test_sonic_a_port_name_with_a_superscript_digit_is_left_out_with_a_warning(monkeypatch):
+    # "²" is a digit to str.isdigit(), not to int(): it once failed the whole read
+    row = {"dscp_to_tc_map": "ROCE", "pfc_enable": "3"}
+    _sonic(monkeypatch, {"PORT_QOS_MAP": {"Ethernet0\u00b2": dict(row), "Ethernet4": dict(row)}})
+    result, warnings = switchengine.run(os="sonic", state="gathered")
+    assert "failed" not in result, result
+    assert result["gathered"]["interfaces"] == ["Ethernet4"]
+    assert [w for w in warnings if '"Ethernet0\\u00b2" is not a port name of SONiC' in w], warnings
+    parsed, warnings = switchengine.run(os="sonic", state="parsed", running_config=json.dumps(
+        {"PORT_QOS_MAP": {"Ethernet0\u00b2": dict(row), "Ethernet4": dict(row)}}))
+    assert parsed["parsed"]["interfaces"] == ["Ethernet4"] and warnings
+
+
+def test_sonic_unknown_port_message_shows_the_switch_port_names_escaped(monkeypatch):
+    _sonic(monkeypatch, {"PORT": {"Ethernet0\ninterface x": {}, "Ethernet\u00b2": {"mtu": "9100"}}})
+    result, dummy = switchengine.run(os="sonic", config={"fabric": {}, "interfaces": ["Ethernet8"]})
+    assert result["failed"] and result["msg"].startswith("config.interfaces: Ethernet8 is not a port of this switch")
+    assert '"Ethernet0\\ninterface x"' in result["msg"] and '"Ethernet\\u00b2"' in result["msg"]
+    assert not any(char in result["msg"] for char in "\n\r\u00b2")
+
+
+def test_nvue_a_management_subinterface_with_an_mtu_is_no_fabric_port(monkeypatch):
+    # eth0.10 is a name the naming rule refuses as management: it never carries the profile, so it is
+    # neither reported nor changed, and never a name the user is told to fix on the switch
+    applied = _profiled(["swp1"])
+    applied["interface"]["eth0.10"] = {"link": {"mtu": 1500}}
+    switch = FakeNvue(applied)
+    monkeypatch.setattr(nvue, "connect", lambda ctx: switch)
+    for state, config in (("overridden", {"fabric": {}, "interfaces": ["swp1"]}), ("deleted", None)):
+        result, warnings = switchengine.run(os="nvue", state=state, config=config)
+        assert "failed" not in result, result
+        assert "eth0.10" not in json.dumps([result, warnings])
+        assert switch.applied["interface"]["eth0.10"] == {"link": {"mtu": 1500}}
+
+
+def test_a_hundred_thousand_bad_names_make_a_message_of_a_few_lines():
+    result, dummy = switchengine.run(os="nvue", state="rendered", config={"fabric": {}, "interfaces": ["x;"] * 100000})
+    assert result["failed"] and result["msg"].startswith("config.interfaces[0]: ")
+    assert result["msg"].endswith("; and 99990 more") and len(result["msg"]) < 3000, len(result["msg"])
+    assert "config.interfaces[9]: " in result["msg"] and "config.interfaces[10]: " not in result["msg"]
+    assert len(result["problems"]) == 10 and result["problem_count"] == 100000
+
+
+def test_a_switch_holding_many_bad_names_is_reported_in_a_few_warnings(monkeypatch):
+    applied = _profiled(["swp1"])
+    for index in range(500):
+        applied["interface"]["swp%d;x" % index] = {"link": {"mtu": 9216}}
+    monkeypatch.setattr(nvue, "connect", lambda ctx: FakeNvue(applied))
+    result, warnings = switchengine.run(os="nvue", state="gathered")
+    assert result["gathered"]["interfaces"] == ["swp1"]
+    assert len(warnings) == 11 and "names 490 more interfaces this module does not read" in warnings[-1], warnings[-1]

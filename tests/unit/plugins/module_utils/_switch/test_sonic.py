@@ -368,3 +368,60 @@ def test_engine_a_change_the_profile_summary_does_not_show_is_still_a_change(mon
     assert result["changed"] and switch.config["PORT_QOS_MAP"]["Ethernet12"]["dscp_to_tc_map"] == "ROCE"
     again = run_engine(monkeypatch, switch, config=config)
     assert not again["changed"] and again["commands"] == []
+
+
+# --- names in the operations, and CONFIG_DB of the wrong shape (issue 20) -------------------------
+
+MOVED = dict(STOCK, QUEUE=dict(STOCK["QUEUE"], **{"Ethernet9;x|0": {"scheduler": "ROCE_DWRR_50"}}),
+             SCHEDULER=dict(STOCK["SCHEDULER"], ROCE_DWRR_50={"type": "DWRR", "weight": "50"}))
+
+
+@pytest.mark.parametrize("state", ["merged", "replaced", "overridden", "deleted"])
+def test_plan_writes_only_add_remove_and_replace(state):
+    # jsonpatch makes a move of a row removed in one place and added alike in another (overridden:
+    # the QUEUE row of Ethernet9;x onto Ethernet0): the plan spells it as the remove and add it is
+    profile, ifs = profile_of({}, ["Ethernet0"])
+    if state == "deleted":  # every port: the profile comes off Ethernet9;x too
+        profile, ifs = None, []
+    ops, predicted = sonic.plan(state, profile, ifs, MOVED, "202411")
+    assert ops and all(op["op"] in ("add", "remove", "replace") for op in ops), ops
+    import jsonpatch
+    assert predicted == jsonpatch.apply_patch(MOVED, ops)
+    if state == "overridden":
+        assert {"op": "remove", "path": "/QUEUE/Ethernet9;x|0"} in ops
+        assert "Ethernet9;x" in sonic.command_ports(ops, MOVED)
+
+
+def test_command_ports_reads_where_an_operation_takes_from_and_what_a_table_holds():
+    move = {"op": "move", "from": "/QUEUE/Ethernet9;x|0", "path": "/QUEUE/Ethernet0|0"}
+    assert sonic.command_ports([move]) == ["Ethernet0", "Ethernet9;x"]
+    held = {"PORT_QOS_MAP": {"Ethernet0|3-4": {}, "Ethernet4": {}}, "QUEUE": {"Ethernet8|3": {}}}
+    # a whole table removed names every row it holds; PORT_QOS_MAP keys are names whole, QUEUE's "<port>|<q>"
+    assert sonic.command_ports([{"op": "remove", "path": "/PORT_QOS_MAP"}], held) == ["Ethernet0|3-4", "Ethernet4"]
+    assert sonic.command_ports([{"op": "remove", "path": "/QUEUE"}], held) == ["Ethernet8"]
+    assert sonic.command_ports([{"op": "remove", "path": "/PORT_QOS_MAP/Ethernet0|3-4"}]) == ["Ethernet0|3-4"]
+    # a table replaced names the rows it held and the rows it gets
+    replace = {"op": "replace", "path": "/PFC_WD", "value": {"Ethernet12": {}}}
+    assert sonic.command_ports([replace], {"PFC_WD": {"Ethernet0 x": {}}}) == ["Ethernet0 x", "Ethernet12"]
+    assert sonic.command_ports([{"op": "remove", "path": "/SCHEDULER"}], held) == []
+
+
+@pytest.mark.parametrize("config_db, place", [
+    ({"PORT_QOS_MAP": None}, "PORT_QOS_MAP"), ({"PORT": {"Ethernet0": None}}, "PORT.Ethernet0"),
+    ({"QUEUE": {"Ethernet4|3": None}}, "QUEUE.Ethernet4|3"), ({"BUFFER_PG": None}, "BUFFER_PG"),
+    ({"PFC_WD": None}, "PFC_WD"), ({"SCHEDULER": {"S": {"type": None}}}, "SCHEDULER.S.type"),
+])
+def test_parse_refuses_null_where_configdb_holds_a_table_row_or_text(config_db, place):
+    # CONFIG_DB keeps text in Redis and never holds null: one where a table, row or field belongs is
+    # malformed, and the acting states must not plan over it
+    with pytest.raises(ReadError) as err:
+        sonic.parse_raw(config_db)
+    assert err.value.msg.startswith(place + " is null where ") and err.value.where == place
+
+
+def test_names_with_digits_other_than_ascii_sort_and_are_read_as_names():
+    row = {"dscp_to_tc_map": "ROCE"}
+    found = sonic.parse_raw({"PORT_QOS_MAP": dict((name, row) for name in (
+        "Ethernet10", "Ethernet0\u00b2", "Ethernet\u0663", "Ethernet2"))})
+    assert found["interfaces"] == ["Ethernet0\u00b2", "Ethernet2", "Ethernet10", "Ethernet\u0663"]
+    assert not sonic._is_ours("SCHEDULER", "ROCE_DWRR_\u00b2")
