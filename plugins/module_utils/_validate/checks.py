@@ -39,6 +39,7 @@ SWITCH_ECN = ("min_threshold_bytes", "max_threshold_bytes", "probability_percent
 NOT_CHECKED = "not checked"
 HOST_SOURCE = "the validate role's validate_state"
 _FRACTION_TEXT = re.compile(r"[0-9]*\.?[0-9]+")
+_PORT_NUMBER = re.compile(r"[0-9]{1,9}")
 _LINK_RATE = re.compile(r"([0-9]{1,6}(?:\.[0-9]{1,6})?) Gb/sec\b")
 
 
@@ -89,19 +90,27 @@ def check_fraction(value):
 
 # hosts -----------------------------------------------------------------------------------------
 def _port_order(name):
-    return (int(name), name) if name.isdigit() and len(name) < 10 else (-1, name)
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses
+    return (int(name), name) if _PORT_NUMBER.fullmatch(name) else (-1, name)
 
 
 def _ports(rdma):
-    """``([(device, port name, port, netdev)] of ACTIVE RoCE ports, [dev/port whose state is unknown])``."""
+    """``([(device, port name, port, netdev)] of ACTIVE RoCE ports, [what was not read: dev/port whose state is
+    unknown, a device whose ports are unknown, or the devices])``."""
     active, unknown = [], []
-    devices = rdma.get("devices") or {}
+    devices = rdma.get("devices")
+    if devices is None:
+        return active, ["rdma.devices (the RDMA devices)"]
     for dev in sorted(devices):
-        ports = (devices[dev] or {}).get("ports") or {}
+        ports = (devices[dev] or {}).get("ports")
+        if ports is None:
+            # a device of null, or without its ports: its ports are not known, not absent
+            unknown.append("the ports of %s" % dev)
+            continue
         for num in sorted(ports, key=_port_order):
             port = ports[num] or {}
             if port.get("link_layer") is None or (port.get("link_layer") == "Ethernet" and port.get("state") is None):
-                unknown.append("%s/%s" % (dev, num))
+                unknown.append("the link layer or state of %s/%s" % (dev, num))
             elif port["link_layer"] == "Ethernet" and port.get("netdev") and port["state"] == "ACTIVE":
                 active.append((dev, num, port, port["netdev"]))
     return active, unknown
@@ -125,7 +134,7 @@ def host_findings(host, state, intent):
                            "no ACTIVE Ethernet (RoCE) port with a netdev: check the cable, the link and the driver (ibv_devinfo)",
                            len(ports) > 0))
     else:
-        out.append(not_checked("ports", host, "active_roce_ports", "the link layer or state of %s was not read" % ", ".join(unknown),
+        out.append(not_checked("ports", host, "active_roce_ports", "not read: %s" % ", ".join(unknown),
                                expected=">= 1"))
     netdevs = rdma.get("netdevs") or {}
     host_mtu = intent["host_mtu"]
@@ -328,8 +337,9 @@ def switch_findings(switches, intent):
                 continue
             out.append(_switch_compare(name, "ecn.%s" % key, want, ecn.get(key),
                                        "set the switch's ECN/WRED %s to %s: %s" % (key, want, fix)))
-        if intent.get("lossless") and "pfc_watchdog" in fabric:
-            watchdog = fabric["pfc_watchdog"]
+        if intent.get("lossless"):
+            # absent, like null, is not gathered: not checked, as the other keys of the fabric
+            watchdog = fabric.get("pfc_watchdog")
             on = watchdog.get("enabled") if isinstance(watchdog, dict) else watchdog
             if on is None:
                 out.append(not_checked("switch", name, "pfc_watchdog", "pfc_watchdog not gathered", expected=True))
@@ -397,6 +407,17 @@ def path_findings(pings, intent):
                                    device=ping.get("address")))
             continue
         parts = measure.parse_path_check(ping.get("stdout"))
+        unreadable = [name for name, part in sorted(parts.items()) if name in ("small", "jumbo") and measure.unreadable_ping_summary(part[1])]
+        if not parts and measure.unreadable_ping_summary(ping.get("stdout")):
+            unreadable = ["jumbo"]
+        if unreadable:
+            # a count of more digits than ping writes: neither an answer nor a loss
+            out.append(inputs.unreadable_output(host, "pings.stdout", "a ping summary of unreadable counts",
+                                                "the %s ping to %s (%s) printed a summary whose counts cannot be read"
+                                                % (" and ".join(unreadable), peer, ping.get("address")), peer=peer))
+            out.append(not_checked("path", host, "mtu_path", "its ping's summary could not be read (see the input finding)", peer=peer,
+                                   device=ping.get("address")))
+            continue
         if "small" not in parts:
             # a plain ping -M do (an older role): its output is the jumbo ping's
             jumbo = (ping["rc"], ping.get("stdout"))
@@ -528,6 +549,13 @@ def rdma_findings(runs, hosts, intent, min_bw_fraction, unreachable=()):
         base = dict(tos=tos, gid_index=run.get("gid_index"), transport="RC over RDMA-CM")
         hint_run = "%s %s -> %s failed (rc %s): %s; is rdma_cm loaded on both, and the RoCE v2 GID index right?" % (
             test, host, peer, run.get("rc"), _tail(run.get("stderr") or run.get("stdout")))
+        unreadable = measure.unreadable_result(run.get("stdout")) if run.get("rc") == 0 else None
+        if unreadable is not None:
+            # a result row that cannot be read (1.2.3, 400 digits: inf) is no measurement: not checked, never passed
+            why = "%s -> %s printed the result row %s" % (test, peer, inputs.describe(unreadable))
+            out.append(inputs.unreadable_output(host, "rdma_runs.stdout", inputs.describe(unreadable), why, peer=peer))
+            out.append(not_checked(check, host, field, "its result could not be read (see the input finding)", peer=peer, device=device))
+            continue
         if test == "ib_write_bw":
             result = measure.parse_write_bw(run.get("stdout")) if run.get("rc") == 0 else None
             rates = [r for r in (_port_rate(hosts, host, device), _port_rate(hosts, peer, run.get("peer_device") or device)) if r]
@@ -591,17 +619,20 @@ def read_inputs(hosts, switches):
         raise InputError("switches must map each switch's name to its gathered state ({fabric, interfaces}), not %s"
                          % inputs.describe(switches), option="switches")
     problems = []
-    states = {}
-    for key in hosts:
-        name, state, found = inputs.read_entry(inputs.HOST, key, hosts[key], "hosts", HOST_SOURCE)
-        states[name] = state or {}
-        problems.extend(found)
-    read_switches = {}
-    for key in switches or {}:
-        name, state, found = inputs.read_entry(inputs.SWITCH, key, switches[key], "switches", "switch_roce's gathered state")
-        read_switches[name] = state or {}
-        problems.extend(found)
-    return states, read_switches, problems
+    read = []
+    for option, given, shape, source in (("hosts", hosts, inputs.HOST, HOST_SOURCE),
+                                         ("switches", switches or {}, inputs.SWITCH, "switch_roce's gathered state")):
+        # keys such as "1" and 1 name one host: its data is none of theirs (keeping the last would hide the others)
+        shared = inputs.collisions(option, given, source)
+        problems.extend(shared.values())
+        states = {}
+        for key in given:
+            name, state, found = inputs.read_entry(shape, key, given[key], option, source)
+            states[name] = {} if name in shared else (state or {})
+            if name not in shared:
+                problems.extend(found)
+        read.append(states)
+    return read[0], read[1], problems
 
 
 def unproven_parts(findings, hosts, switches, unproven):

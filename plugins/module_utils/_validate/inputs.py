@@ -85,6 +85,15 @@ class ListOf(object):
         self.wanted = "a list" if length is None else "a list of %d" % length
 
 
+class Tuple(object):
+    """A list of exactly one item per shape, each item of its own shape (a loop's ``item``, such as
+    ``[[host, peer], link]``); one item that is null or cannot be read makes it unreadable."""
+
+    def __init__(self, *shapes):
+        self.shapes = shapes
+        self.wanted = "a list of %d" % len(shapes)
+
+
 class Anything(object):
     """Any value (only its presence is used)."""
     wanted = "anything"
@@ -126,6 +135,25 @@ PING = Record(peer=TEXT, address=TEXT, size=INT, rc=INT, stdout=TEXT, stderr=TEX
 RDMA_RUN = Record(test=Text(("ib_write_bw", "ib_write_lat")), peer=TEXT, device=TEXT, peer_device=TEXT, gid_index=INT, tos=INT,
                   rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT, requested=BOOL)
 NCCL_RUN = Record(rc=INT, stdout=TEXT, skipped=BOOL, why=TEXT)
+# multi-rail hosts (_validate/rails.py): the plan's links (rdmaops.roce.roce_rail_links), nic_layer's
+# check-mode read per netdev, and the validate role's per-rail loops (ping, ARP probe, ib_write_bw),
+# each an Ansible loop result whose ``item`` is what the loop ran over
+RAIL_LINK = Record(rail=NAME, interface=TEXT, address=TEXT, prefix=Int(0, 128), network=TEXT, gateway=TEXT,
+                   table=Int(0, (1 << 32) - 1), rule_priority=Int(0, (1 << 32) - 1))
+RAIL_READ = Record(addresses=ListOf(TEXT), routes=ListOf(TEXT), rules=ListOf(TEXT),
+                   sysctls=Record(arp_ignore=INT, arp_announce=INT, rp_filter=INT))
+HOST_PAIR = ListOf(TEXT, length=2)
+ARGV = ListOf(TEXT)
+RAILS = Record(
+    links=ListOf(RAIL_LINK, whole=False),
+    read=MapOf(RAIL_READ),
+    error=TEXT,
+    pings=ListOf(Record(item=Tuple(HOST_PAIR, RAIL_LINK), cmd=ARGV, rc=INT, stdout=TEXT, stderr=TEXT), whole=False),
+    rx=Record(before=TEXT, after=TEXT),
+    arp=ListOf(Record(item=HOST_PAIR, cmd=ARGV, rc=INT, stdout=TEXT), whole=False),
+    # item: [pair index, rail index]
+    rdma=ListOf(Record(item=ListOf(Int(0, INT_RANGE[1]), length=2), cmd=ARGV, rc=INT, stdout=TEXT, stderr=TEXT), whole=False),
+)
 HOST = Record(
     rdma=RDMA,
     nic=ListOf(NIC_PORT, whole=False),
@@ -134,10 +162,7 @@ HOST = Record(
     rdma_runs=ListOf(RDMA_RUN, whole=False),
     nccl=ListOf(NCCL_RUN, whole=False),
     counters=Record(ports=ListOf(ListOf(TEXT, length=2), whole=False), before=TEXT, after=TEXT),
-    # multi-rail hosts: the plan's links, nic_layer's check-mode read and the per-rail pings, read
-    # by _validate/rails.py (which takes them as they come)
-    rails=Record(links=ListOf(Anything(), whole=False), read=Anything(), pings=ListOf(Anything(), whole=False), error=TEXT,
-                 rx=Record(before=TEXT, after=TEXT), arp=ListOf(Anything(), whole=False), rdma=ListOf(Anything(), whole=False)),
+    rails=RAILS,
 )
 SWITCH_INTERFACE = Either(TEXT, Record(name=TEXT, interface=TEXT, mtu=MTU, pfc_priorities=PRIORITIES))
 SWITCH = Record(
@@ -216,6 +241,19 @@ class Reader(object):
                  % (full, describe(value), shape.wanted, self._source(path)),
             passed=None))
 
+    def collision(self, path, name, keys):
+        """``keys`` (such as ``"1"`` and the number 1) all name ``name``: which one's data is meant
+        cannot be told, so none of them is read."""
+        field = path or "(all of it)"
+        full = "%s.%s" % (self.where, path) if path else self.where
+        given = " and ".join(describe(key) for key in keys)
+        self.findings.append(dict(
+            check="input", host=self.owner, peer=None, device=None, field=field, expected="one entry named %s" % json.dumps(name),
+            actual="%d entries: %s" % (len(keys), given),
+            hint="%s has %s, which all name %s: fabric_check cannot tell which is meant, so none of them is checked "
+                 "(give each its own name)" % (full, given, json.dumps(name)),
+            passed=None))
+
     def _source(self, path):
         return SOURCES.get(path.split(".", 1)[0].split("[", 1)[0] if path else "", self.source)
 
@@ -286,13 +324,20 @@ class Reader(object):
         if not isinstance(value, Mapping):
             return self.unreadable(path, value, shape)
         out = {}
+        keys_of = {}
         for key, item in value.items():
             name = self._name(NAME, key, join_path(path, key))
             if name is None:
                 continue
+            keys_of.setdefault(name, []).append(key)
             read = self.read(shape.item, item, join_path(path, key))
             if item is None or read is not None:
                 out[name] = read
+        for name, keys in keys_of.items():
+            if len(keys) > 1:
+                # 1 and "1" are one name once read: keeping either would hide the other's data
+                self.collision(join_path(path, name), name, keys)
+                out.pop(name, None)
         return out
 
     def _listof(self, shape, value, path):
@@ -315,12 +360,49 @@ class Reader(object):
             out.append(read)
         return out
 
+    def _tuple(self, shape, value, path):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)) or len(value) != len(shape.shapes):
+            return self.unreadable(path, value, shape)
+        out = []
+        for index, (item_shape, item) in enumerate(zip(shape.shapes, value)):
+            read = self.read(item_shape, item, "%s[%d]" % (path, index))
+            if read is None:
+                if item is None:
+                    self.unreadable("%s[%d]" % (path, index), item, item_shape)
+                return None
+            out.append(read)
+        return out
+
     def _either(self, shape, value, path):
         for option in shape.shapes:
             result, problems = self._quiet(option, value, path)
             if not problems and result is not None:
                 return result
         return self.unreadable(path, value, shape)
+
+
+def unreadable_output(owner, field, actual, why, peer=None):
+    """An ``input`` finding for a tool's output (``hosts.OWNER.FIELD``) that holds a result fabric_check
+    cannot read (a count of 5000 digits, a figure ``1.2.3``): what depends on it is not checked and
+    the verdict is not passed, as for any data that cannot be read."""
+    return dict(check="input", host=owner, peer=peer, device=None, field=field, expected="a result as its tool prints it",
+                actual=actual, hint="hosts.%s.%s: %s: fabric_check cannot read it, so what depends on it is not checked"
+                % (owner, field, why), passed=None)
+
+
+def collisions(option, keys, source):
+    """Input findings for the keys of ``option`` (hosts, switches) that name one host or switch
+    (``"1"`` and the number 1): ``{name: finding}`` for each name given more than once."""
+    keys_of = {}
+    for key in keys:
+        keys_of.setdefault(name_of(key), []).append(key)
+    out = {}
+    for name, same in keys_of.items():
+        if len(same) > 1:
+            reader = Reader(name, option, source)
+            reader.collision("", name, same)
+            out[name] = reader.findings[0]
+    return out
 
 
 def read_entry(shape, owner_key, value, option, source):

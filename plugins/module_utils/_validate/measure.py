@@ -23,11 +23,20 @@ HW_COUNTERS = ("np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "o
 ETHTOOL_PAUSE = ("rx_prio%d_pause", "tx_prio%d_pause")
 ETHTOOL_OTHER = ("rx_out_of_buffer",)
 
-_PERFTEST_ROW = re.compile(r"^\s*\d+\s+\d+(\s+[\d.]+)+\s*$")
+# Numbers are read only as ASCII digits of a bounded length: int() refuses more than 4300 digits
+# and float() makes inf of 400, which would pass any threshold. A count or a counter has at most 20
+# digits (2^64); a perftest figure at most 15 digits before and after its point.
+_COUNT = r"[0-9]{1,20}"
+_PERFTEST_FIGURE = r"[0-9]{1,15}(?:\.[0-9]{1,15})?"
+_PERFTEST_ROW = re.compile(r"^\s*[0-9]{1,15}\s+[0-9]{1,15}(\s+%s)+\s*$" % _PERFTEST_FIGURE)
+# a line of figures after the header that is not one perftest writes (1.2.3, 400 digits): a result
+# that cannot be read, never skipped for a later line
+_PERFTEST_ROW_LIKE = re.compile(r"^\s*[0-9]\S*\s+[0-9]\S*(\s+[0-9.]\S*)+\s*$")
 _BW_UNIT = re.compile(r"BW average\[(\w+)/sec\]")
-_PING_SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
-_COUNTER_PATH = re.compile(r"^/sys/class/infiniband/([^/]+)/ports/(\d+)/hw_counters/([^:/]+):\s*(-?\d+)\s*$")
-_ETHTOOL_STAT = re.compile(r"^\s+([\w.\-\[\]]+):\s*(-?\d+)\s*$")
+_PING_SUMMARY = re.compile(r"(?<![0-9])(%s) packets transmitted, (%s) (?:packets )?received" % (_COUNT, _COUNT))
+_PING_SUMMARY_LIKE = re.compile(r"[0-9] packets transmitted")
+_COUNTER_PATH = re.compile(r"^/sys/class/infiniband/([^/]+)/ports/([0-9]{1,9})/hw_counters/([^:/]+):\s*(-?%s)\s*$" % _COUNT)
+_ETHTOOL_STAT = re.compile(r"^\s+([\w.\-\[\]]+):\s*(-?%s)\s*$" % _COUNT)
 _PATH_PART = re.compile(r"^== (small|jumbo|neigh|link|kernel) rc=(-?[0-9]{1,5})$")
 # the link counters a dead path shows (ip -s -j link: stats64)
 LINK_COUNTERS = (("tx", "errors"), ("tx", "dropped"), ("tx", "carrier_errors"), ("rx", "errors"), ("rx", "dropped"))
@@ -38,20 +47,31 @@ def measurement(kind, host, name, value, unit, peer=None, device=None, detail=No
 
 
 def _result_row(text, header_word):
-    """The header line holding ``header_word`` and the first row of numbers after it."""
-    lines = (text or "").splitlines()
+    """``(header, figures, row)``: the header line holding ``header_word``, the first row of figures
+    after it and that row's text; figures None when the row is not one perftest writes (``row``
+    then says what was there), all None when there is no row."""
+    lines = (text if isinstance(text, str) else "").splitlines()
     for index, line in enumerate(lines):
         if "#bytes" in line and header_word in line:
             for row in lines[index + 1:]:
                 if _PERFTEST_ROW.match(row):
-                    return line, [float(value) for value in row.split()]
-    return None, None
+                    return line, [float(value) for value in row.split()], row
+                if _PERFTEST_ROW_LIKE.match(row):
+                    return line, None, row
+    return None, None, None
+
+
+def unreadable_result(text, header_word="#bytes"):
+    """The result row of a perftest output that holds one it cannot be read from (``1.2.3``, a
+    figure of 400 digits), else None: such a run is not checked, neither passed nor failed."""
+    header, values, row = _result_row(text, header_word)
+    return row.strip()[:80] if header is not None and values is None and row is not None else None
 
 
 def parse_write_bw(text):
     """``{bytes, iterations, peak_gbps, average_gbps, msg_rate_mpps}`` from ib_write_bw's output
-    (``--report_gbits`` or the default MB/sec), or None when it holds no result row."""
-    header, values = _result_row(text, "BW average")
+    (``--report_gbits`` or the default MB/sec), or None when it holds no readable result row."""
+    header, values = _result_row(text, "BW average")[:2]
     if values is None or len(values) < 5:
         return None
     unit = _BW_UNIT.search(header)
@@ -64,7 +84,7 @@ def parse_write_bw(text):
 def parse_write_lat(text):
     """``{bytes, iterations, t_min, t_max, t_typical, t_avg, t_stdev, p99, p999}`` (microseconds)
     from ib_write_lat's output, or None when it holds no result row."""
-    _header, values = _result_row(text, "t_typical")
+    values = _result_row(text, "t_typical")[1]
     if values is None or len(values) < 7:
         return None
     names = ("t_min", "t_max", "t_typical", "t_avg", "t_stdev", "p99", "p999")
@@ -75,8 +95,15 @@ def parse_write_lat(text):
 
 def ping_received(text):
     """``(transmitted, received)`` from ping's summary line, or None."""
-    match = _PING_SUMMARY.search(text or "")
+    match = _PING_SUMMARY.search(text if isinstance(text, str) else "")
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def unreadable_ping_summary(text):
+    """Whether ping's output holds a summary whose counts cannot be read (more digits than any count
+    has): such a ping is not checked, neither passed nor failed."""
+    text = text if isinstance(text, str) else ""
+    return _PING_SUMMARY.search(text) is None and _PING_SUMMARY_LIKE.search(text) is not None
 
 
 def parse_counters(text):
@@ -149,7 +176,8 @@ def parse_path_check(text):
 def _json_list(text):
     try:
         data = json.loads(text or "")
-    except ValueError:
+    except (ValueError, RecursionError):
+        # RecursionError: nesting deeper than the interpreter's stack ("[" * 100000) is not ip's output
         return None
     return data if isinstance(data, list) else None
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 # base is a pytest fixture: imported to be used by name
 from test_hostile_inputs import base, well_formed  # noqa: F401 pylint: disable=unused-import
 from test_checks import INTENT, LAB_FRACTION, SWITCH
+from test_rails_findings import healthy_lab
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate import inputs
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import fabric_check
@@ -52,7 +53,7 @@ def _wrong_for(shape):
         return floats | containers | words | st.integers(min_value=2)
     if isinstance(shape, (inputs.Record, inputs.MapOf)):
         return st.lists(SCALARS, max_size=2) | st.text(max_size=6) | st.integers() | floats
-    if isinstance(shape, inputs.ListOf):
+    if isinstance(shape, (inputs.ListOf, inputs.Tuple)):
         return st.dictionaries(st.text(max_size=4), SCALARS, max_size=2) | st.text(max_size=6) | st.integers() | floats
     return None
 
@@ -72,6 +73,9 @@ def _places(value, shape, path=()):
     elif isinstance(shape, inputs.ListOf):
         for index, item in enumerate(value):
             out += _places(item, shape.item, path + (index,))
+    elif isinstance(shape, inputs.Tuple):
+        for index, (item, item_shape) in enumerate(zip(value, shape.shapes)):
+            out += _places(item, item_shape, path + (index,))
     return out
 
 
@@ -83,18 +87,33 @@ def _field(path):
 
 
 @pytest.fixture(scope="module")
-def places(base):  # noqa: F811
-    """Where to put a wrong value: anywhere in vm1's state (facts, pings, perftest runs) and in the switch's."""
-    return ([("hosts", "vm1", path, shape) for path, shape in _places(base["hosts"]["vm1"], inputs.HOST)]
+def rail_base(base):  # noqa: F811
+    """The healthy lab of test_hostile_inputs with the two-rail lab's rails on vm1 and vm2 (plan, read,
+    vm1's rail ping and ib_write_bw, vm2's receive counters and ARP probe): it passes."""
+    rails = healthy_lab()
+    hosts = copy.deepcopy(base["hosts"])
+    for name in ("vm1", "vm2"):
+        hosts[name]["rails"] = rails[name]["rails"]
+    result = fabric_check(INTENT, hosts, switches=dict(leaf1=SWITCH), min_bw_fraction=LAB_FRACTION)
+    assert result["passed"] is True, [f for f in result["findings"] if f["passed"] is not True][:5]
+    return hosts
+
+
+@pytest.fixture(scope="module")
+def places(rail_base):
+    """Where to put a wrong value: anywhere in vm1's state (facts, pings, perftest runs, rails), in
+    vm2's rails (its receive counters and ARP probe) and in the switch's."""
+    return ([("hosts", "vm1", path, shape) for path, shape in _places(rail_base["vm1"], inputs.HOST)]
+            + [("hosts", "vm2", path, shape) for path, shape in _places(rail_base["vm2"]["rails"], inputs.HOST.fields["rails"], ("rails",))]
             + [("switches", "leaf1", path, shape) for path, shape in _places(SWITCH, inputs.SWITCH)])
 
 
 @PROPERTY
 @given(data=st.data())
-def test_a_wrong_value_anywhere_fabric_check_reads_is_named_and_never_passes(base, places, data):  # noqa: F811
+def test_a_wrong_value_anywhere_fabric_check_reads_is_named_and_never_passes(rail_base, places, data):
     option, host, path, shape = data.draw(st.sampled_from(places), label="place")
     wrong = data.draw(_wrong_for(shape), label="value")
-    given_data = dict(hosts=copy.deepcopy(base["hosts"]), switches=dict(leaf1=copy.deepcopy(SWITCH)))
+    given_data = dict(hosts=copy.deepcopy(rail_base), switches=dict(leaf1=copy.deepcopy(SWITCH)))
     if not path:
         given_data[option][host] = wrong
     else:
@@ -108,3 +127,35 @@ def test_a_wrong_value_anywhere_fabric_check_reads_is_named_and_never_passes(bas
              and (f["field"] == (_field(path) or "(all of it)") or f["field"].startswith(_field(path) + "["))]
     assert named, (path, wrong, [f for f in result["findings"] if f["check"] == "input"])
     assert result["passed"] is False
+
+
+def _paths(value, path=()):
+    """Every place in a JSON-like value: the path of each mapping's value and list's item, nested."""
+    out = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _paths(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _paths(item, path + (index,))
+    return out
+
+
+@PROPERTY
+@given(data=st.data())
+def test_rails_of_any_shape_never_raise_nor_pass_unread(rail_base, data):
+    """The healthy rails with up to three values anywhere in them (the key itself, a leaf, a list's
+    item) replaced by any value: fabric_check never raises, and its verdict passes only when what it
+    read was checked."""
+    hosts = copy.deepcopy(rail_base)
+    for _replace in range(data.draw(st.integers(min_value=1, max_value=3), label="how many")):
+        host = data.draw(st.sampled_from(["vm1", "vm2"]), label="host")
+        path = data.draw(st.sampled_from(_paths(hosts[host]["rails"])), label="path")
+        parent = hosts[host]
+        for part in ("rails",) + path[:-1]:
+            parent = parent[part]
+        parent[path[-1] if path else "rails"] = data.draw(VALUES, label="value")
+    result = fabric_check(INTENT, hosts, switches=dict(leaf1=SWITCH), min_bw_fraction=LAB_FRACTION)
+    well_formed(result)
+    if result["passed"]:
+        assert result["summary"]["checked"] > 0 and not result["summary"]["unproven"]

@@ -208,3 +208,91 @@ def test_what_the_property_tests_found_beyond_the_issue(base):
     assert leaf["roce_priority"] is None and leaf["fabric.roce_priority"] is None
     assert leaf["switch_mtu"] is None and leaf["pfc_watchdog"] is None
     assert [(f["actual"], f["passed"]) for f in by(result, "vm2", "rdma_cm")] == [("not loaded", False)]
+
+
+# found by review after the rails input was added (issue 20, again) -----------------------------------
+def test_a_port_named_by_a_digit_python_alone_calls_one_is_a_name_never_raised(base):
+    hosts = copy.deepcopy(base["hosts"])
+    ports = hosts["vm2"]["rdma"]["devices"]["rxe0"]["ports"]
+    ports["\u00b2"] = ports.pop("1")  # "²": str.isdigit() says yes, int() refuses it
+    result = check(hosts)
+    well_formed(result)
+    assert [f["passed"] for f in by(result, "vm2", "active_roce_ports")] == [True]
+
+
+def test_devices_or_a_device_of_null_are_not_checked_never_failed(base):
+    for devices in (None, {"rxe0": None}, {"rxe0": {"fw_ver": "1"}}):
+        hosts = copy.deepcopy(base["hosts"])
+        hosts["vm2"]["rdma"]["devices"] = devices
+        result = check(hosts)
+        well_formed(result)
+        ports = by(result, "vm2", "active_roce_ports")
+        assert [(f["passed"], f["actual"]) for f in ports] == [(None, "not checked")], devices
+        assert "not read" in ports[0]["hint"]
+    hosts = copy.deepcopy(base["hosts"])
+    hosts["vm2"]["rdma"]["devices"] = {}  # read, and none there: a failure
+    assert [f["passed"] for f in by(check(hosts), "vm2", "active_roce_ports")] == [False]
+
+
+def test_two_keys_naming_one_host_are_an_input_finding_naming_both(base):
+    good = base["hosts"]["vm1"]
+    for hosts in ({"1": {}, 1: good}, {1: good, "1": {}}):
+        result = check(hosts, dict(leaf1=SWITCH))
+        well_formed(result)
+        found = [f for f in result["findings"] if f["check"] == "input"]
+        assert [(f["host"], f["field"], f["passed"]) for f in found] == [("1", "(all of it)", None)]
+        assert 'text "1"' in found[0]["hint"] and "the number 1" in found[0]["hint"] and found[0]["hint"].startswith("hosts has")
+        assert result["passed"] is False
+    switches = {"1": SWITCH, 1: {}}
+    result = check(base["hosts"], switches)
+    well_formed(result)
+    assert [f["host"] for f in result["findings"] if f["check"] == "input"] == ["1"] and result["passed"] is False
+    hosts = copy.deepcopy(base["hosts"])
+    # the port 1 twice (YAML's number and text): neither is read, rather than the last hiding the first
+    hosts["vm2"]["rdma"]["devices"]["rxe0"]["ports"] = {1: {}, "1": hosts["vm2"]["rdma"]["devices"]["rxe0"]["ports"]["1"]}
+    result = check(hosts)
+    well_formed(result)
+    assert [f["field"] for f in result["findings"] if f["check"] == "input"] == ["rdma.devices.rxe0.ports.1"]
+    assert result["passed"] is False and by(result, "vm2", "active_roce_ports")[0]["passed"] is not True
+
+
+def test_a_lossless_switch_without_its_pfc_watchdog_is_not_checked(base):
+    assert INTENT.get("lossless")
+    switch = copy.deepcopy(SWITCH)
+    del switch["fabric"]["pfc_watchdog"]
+    result = check(base["hosts"], dict(leaf1=switch))
+    well_formed(result)
+    assert [(f["passed"], f["actual"]) for f in by(result, "leaf1", "pfc_watchdog")] == [(None, "not checked")]
+
+
+BW_ROW = "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n %s %s %s %s 0.1\n"
+
+
+def test_perftest_rows_that_cannot_be_read_are_not_checked_never_passed(base):
+    for row in (("65536", "5000", "1.2.3", "1.2.3"), ("65536", "5000", "9" * 400, "9" * 400), ("9" * 400, "5000", "1", "1")):
+        hosts = copy.deepcopy(base["hosts"])
+        hosts["vm1"]["rdma_runs"][0]["stdout"] = BW_ROW % row
+        result = check(hosts)  # 400 digits: float() makes inf, which passed any threshold; int(inf) raised
+        well_formed(result)
+        assert [f["passed"] for f in by(result, "vm1", "bandwidth_gbps")] == [None], row
+        unread = by(result, "vm1", "rdma_runs.stdout")
+        assert [(f["check"], f["passed"], f["peer"]) for f in unread] == [("input", None, "vm2")] and "hosts.vm1.rdma_runs" in unread[0]["hint"]
+        assert result["passed"] is False and all(m["value"] != float("inf") for m in result["measurements"])
+
+
+def test_counts_of_more_digits_than_python_reads_and_deep_json_never_raise(base):
+    hosts = copy.deepcopy(base["hosts"])
+    hosts["vm1"]["pings"][0]["stdout"] = "9" * 5000 + " packets transmitted, 1 received"
+    hosts["vm1"]["counters"] = dict(ports=[["rxe0/1", "ens4"]], before="/sys/class/infiniband/rxe0/ports/1/hw_counters/out_of_buffer: "
+                                    + "9" * 5000, after="")
+    result = check(hosts)
+    well_formed(result)
+    assert [f["passed"] for f in by(result, "vm1", "mtu_path")] == [None]
+    assert [f["check"] for f in by(result, "vm1", "pings.stdout")] == ["input"] and result["passed"] is False
+    assert [m["value"] for m in result["measurements"] if m["kind"] == "counter" and m["name"] == "out_of_buffer"] == [None]
+    hosts = copy.deepcopy(base["hosts"])
+    hosts["vm1"]["pings"][0].update(rc=1, stdout="== small rc=1\n1 packets transmitted, 0 received\n== neigh rc=0\n" + "[" * 100000)
+    result = check(hosts)  # json.loads raised RecursionError
+    well_formed(result)
+    reach = by(result, "vm1", "reachability")
+    assert [f["passed"] for f in reach] == [False] and "neighbour" not in reach[0]["actual"]

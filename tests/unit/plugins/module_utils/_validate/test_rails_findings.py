@@ -150,3 +150,145 @@ def test_ib_write_bw_per_rail_names_the_device_and_both_gids():
     failed = lab_states(vm1=dict(rdma=[dict(item=[0, 1], cmd=BW_CMD, rc=1, stdout="Received 10 times ADDR_ERROR\n")]))
     found = [f for f in rail_findings("vm1", failed["vm1"], failed) if f["field"].endswith("RDMA")]
     assert found[0]["passed"] is False and found[0]["actual"] == "rc 1: Received 10 times ADDR_ERROR"
+
+
+# -- rail data that cannot be read (issue 20, found by review: the rails input had escaped the reading)
+import copy  # noqa: E402  pylint: disable=wrong-import-position
+
+import pytest  # noqa: E402  pylint: disable=wrong-import-position
+from test_hostile_inputs import well_formed  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def healthy_lab():
+    """vm1 and vm2 of the two-rail lab, each rail read as planned, vm1's rail 2 ping, ARP probe and
+    ib_write_bw recorded: every rail check passes."""
+    states = lab_states(vm1=dict(pings=[dict(RAIL2_PING, stdout=recorded("ping_rail2.txt"))],
+                                 rdma=[dict(item=[0, 1], cmd=BW_CMD, rc=0, stdout=recorded("ib_write_bw_rail2_rxe1.txt"))]),
+                        vm2=dict(rx=dict(before=recorded("rx_before.txt"), after=recorded("rx_after.txt")),
+                                 arp=[dict(item=["vm2", "vm1"], cmd=ARP_CMD, rc=0, stdout=recorded("arp_probe_no_answer.txt"))]))
+    for state in states.values():
+        state["rails"]["read"] = dict((link["interface"], dict(
+            addresses=["%s/%s" % (link["address"], link["prefix"])],
+            routes=["%s table %s" % (link["network"], link["table"]), "default via %s table %s" % (link["gateway"], link["table"])],
+            rules=["%s from %s lookup %s" % (link["rule_priority"], link["address"], link["table"])],
+            sysctls=dict(arp_announce=2, arp_ignore=1, rp_filter=2))) for link in state["rails"]["links"])
+    return copy.deepcopy(states)  # the module's records (RAIL2_PING) stay as they are whatever a test changes
+
+
+def rails_only(states):
+    return fabric_check(resolve_intent({}), states)
+
+
+def test_the_healthy_two_rail_lab_passes_every_rail_check():
+    result = rails_only(healthy_lab())
+    well_formed(result)
+    rails = [f for f in result["findings"] if f["check"] == "rails"]
+    assert len(rails) == 27 and all(f["passed"] is True for f in rails), [f for f in rails if f["passed"] is not True]
+
+
+WRONG_SHAPES = [
+    # (where under vm1's rails, the value; the input finding's field)
+    (("read", "ens4"), [1], "rails.read.ens4"),
+    (("read", "ens4", "addresses"), [1, 2], "rails.read.ens4.addresses[0]"),
+    (("pings", 0, "item"), [[], lab_links(1)[1]], "rails.pings[0].item[0]"),
+    (("pings", 0, "cmd"), {"a": 1}, "rails.pings[0].cmd"),
+    (("pings", 0, "item", 0), ["vm1", ["vm2"]], "rails.pings[0].item[0][1]"),
+    (("rdma", 0, "stdout"), 5, "rails.rdma[0].stdout"),
+    (("rdma", 0, "stdout"), ["x"], "rails.rdma[0].stdout"),
+    (("rdma", 0, "item", 1), True, "rails.rdma[0].item[1]"),
+    (("links", 1, "table"), "101 main", "rails.links[1].table"),
+]
+
+
+def _put(states, host, path, value):
+    parent = states[host]["rails"]
+    for part in path[:-1]:
+        parent = parent[part]
+    parent[path[-1]] = value
+
+
+@pytest.mark.parametrize("path, value, field", WRONG_SHAPES, ids=[field for _p, _v, field in WRONG_SHAPES])
+def test_rail_data_of_the_wrong_shape_is_named_never_raised(path, value, field):
+    states = healthy_lab()
+    _put(states, "vm1", path, value)
+    result = rails_only(states)  # each raised (AttributeError, TypeError, IndexError, KeyError) before
+    well_formed(result)
+    named = [f for f in result["findings"] if f["check"] == "input" and f["host"] == "vm1"]
+    assert [f["field"] for f in named] == [field] and "hosts.vm1.%s" % field in named[0]["hint"]
+    assert result["passed"] is False
+
+
+@pytest.mark.parametrize("host, path, value", [
+    ("vm2", ("arp", 0, "cmd"), ARP_CMD[:5] + [["198.18.0.21"]]),
+    ("vm2", ("arp", 0, "item"), ["vm2", {"vm1": 1}]),
+])
+def test_an_arp_probe_of_the_wrong_shape_is_named_never_raised(host, path, value):
+    states = healthy_lab()
+    _put(states, host, path, value)
+    result = rails_only(states)
+    well_formed(result)
+    assert [f["field"][:len("rails.arp[0]")] for f in result["findings"] if f["check"] == "input"] == ["rails.arp[0]"]
+    assert result["passed"] is False
+
+
+def test_a_rail_read_is_matched_whole_and_its_numbers_strictly():
+    # text where nic_layer writes lists: each held its line only as a substring of a longer one
+    states = healthy_lab()
+    states["vm1"]["rails"]["read"]["ens4"].update(addresses="198.18.0.11/244", rules="x1000 from 198.18.0.11 lookup 1000",
+                                                  routes="198.18.0.0/24 table 1000", sysctls=dict(arp_announce=2, arp_ignore=True,
+                                                                                                  rp_filter=2.0))
+    result = rails_only(states)
+    well_formed(result)
+    unread = sorted(f["field"] for f in result["findings"] if f["check"] == "input")
+    assert unread == ["rails.read.ens4.%s" % key for key in ("addresses", "routes", "rules", "sysctls.arp_ignore", "sysctls.rp_filter")]
+    ens4 = dict((f["field"], f["passed"]) for f in result["findings"] if f["check"] == "rails" and f["device"] == "ens4" and f["host"] == "vm1")
+    assert ens4["rail rail1 address"] is None and ens4["rail rail1 rule"] is None and ens4["rail rail1 table 100"] is None
+    assert ens4["net.ipv4.conf.ens4.arp_ignore"] is None and ens4["net.ipv4.conf.ens4.rp_filter"] is None
+    assert ens4["net.ipv4.conf.ens4.arp_announce"] is True and result["passed"] is False
+    # lists of longer lines: a whole line (word for word) is matched, never a part of one
+    read = {"v0": dict(READ["v0"], addresses=["10.10.0.1/311"], rules=["x1000 from 10.10.0.1 lookup 1000"],
+                       routes=["10.10.0.0/31 table 1000", "default via 10.10.0.0 table 1000"]), "v1": READ["v1"]}
+    found = dict((f["field"], f["passed"]) for f in rail_findings("gpu1", dict(rails=dict(links=LINKS, read=read))))
+    assert (found["rail rail0 address"], found["rail rail0 rule"], found["rail rail0 table 100"]) == (False, False, False)
+    # called on data fabric_check did not read: unread, not passed (true is not 1, 2.0 is not 2)
+    read = {"v0": dict(READ["v0"], addresses="10.10.0.1/311", sysctls=dict(arp_announce=2, arp_ignore=True, rp_filter=2.0)),
+            "v1": READ["v1"]}
+    found = dict((f["field"], f["passed"]) for f in rail_findings("gpu1", dict(rails=dict(links=LINKS, read=read))))
+    assert found["rail rail0 address"] is None
+    assert found["net.ipv4.conf.v0.arp_ignore"] is None and found["net.ipv4.conf.v0.rp_filter"] is None
+
+
+def test_a_rail_ping_whose_rc_is_false_is_not_an_answer():
+    states = healthy_lab()
+    states["vm1"]["rails"]["pings"][0]["rc"] = False  # False == 0 in Python: it answered
+    result = rails_only(states)
+    well_formed(result)
+    assert [f["passed"] for f in result["findings"] if f["field"] == "rail rail2 path"] == [None]
+    assert [f["field"] for f in result["findings"] if f["check"] == "input"] == ["rails.pings[0].rc"] and result["passed"] is False
+    # rail_findings on data not read: rc false or absent is not known, never an answer
+    for rc in (False, None, "0"):
+        ping = dict(RAIL2_PING, rc=rc, stdout=recorded("ping_rail2.txt"))
+        found = [f for f in rail_findings("vm1", lab_states(vm1=dict(pings=[ping]))["vm1"]) if f["field"] == "rail rail2 path"]
+        assert [f["passed"] for f in found] == [None], rc
+
+
+def test_rail_counts_that_cannot_be_read_are_named_never_raised():
+    states = healthy_lab()
+    states["vm2"]["rails"]["rx"]["before"] = "ens4 185\nens7 \u00b2"  # "²": str.isdigit() says yes, int() refuses it
+    result = rails_only(states)
+    well_formed(result)
+    assert [(f["host"], f["field"]) for f in result["findings"] if f["check"] == "input"] == [("vm2", "rails.rx.before")]
+    assert [f["passed"] for f in result["findings"] if f["field"] == "rail rail2 path"] == [None] and result["passed"] is False
+    assert parse_rx("ens4 185\nens7 \u00b2\nens8 " + "9" * 5000) == {"ens4": 185}
+    states = healthy_lab()
+    states["vm1"]["rails"]["pings"][0]["stdout"] = "9" * 5000 + " packets transmitted, 2 received"
+    result = rails_only(states)  # int() refused the 5000 digits (ValueError)
+    well_formed(result)
+    assert [f["field"] for f in result["findings"] if f["check"] == "input"] == ["rails.pings.stdout"]
+    assert [f["passed"] for f in result["findings"] if f["field"] == "rail rail2 path"] == [None] and result["passed"] is False
+    states = healthy_lab()
+    bw = states["vm1"]["rails"]["rdma"][0]
+    bw["stdout"] = bw["stdout"].replace(" 65536 ", " " + "9" * 400 + " ", 1)
+    result = rails_only(states)
+    well_formed(result)
+    assert [f["passed"] for f in result["findings"] if f["field"] == "rail rail2 RDMA"] == [None] and result["passed"] is False
