@@ -101,13 +101,40 @@ lab_validate() {
   return "$rc"
 }
 
+# lab_heal_stall STEP: after STEP failed, tell the transmit stall of issue 22 (tests/lab/README.md,
+# "The transmit stall of issue 22": a virtio NIC of a TCG VM that stops transmitting for good, its
+# cause not found) from a failure of the collection: a VM whose fabric path is dead with the kernel's
+# transmit watchdog lines as evidence is healed (lab.py heal) and noted in lab_stalls. Returns 1 when
+# no VM shows that stall, or the heal did not bring its path back.
+lab_heal_stall() {
+  local stalled vm
+  stalled=$(lab_cli status --json 2>/dev/null | python3 -c 'import json, sys
+vms = json.load(sys.stdin)["fabric"]["vms"]
+print(" ".join(name for name, vm in sorted(vms.items()) if not vm.get("healthy") and vm.get("watchdog_count")))' || true)
+  [ -n "$stalled" ] || return 1
+  for vm in $stalled; do
+    log "lab: $1 failed with $vm's fabric NIC stalled (the kernel's transmit watchdog, issue 22): healing $vm"
+    lab_cli heal "$vm" || return 1
+  done
+  lab_stalls+=("$1: $stalled")
+}
+
 _lab_step() {
-  # _lab_step NAME CMD...: run one step of the tier and note its wall time.
-  local name=$1 took rc=0
+  # _lab_step NAME CMD...: run one step of the tier and note its wall time. A step that failed with a
+  # VM's transmit stall runs once more after the heal (never one that says lab_rerun=0: a step that
+  # changes what a second run starts from), and the timings say so.
+  local name=$1 took again rc=0 mark=""
   shift
   log "lab: $name"
   lab_time took "$@" || rc=$?
-  lab_timings+=("$(printf '  %-36s %7ss%s' "$name" "$took" "$([ "$rc" -eq 0 ] || echo '  FAILED')")")
+  if [ "$rc" -ne 0 ] && [ "${lab_rerun:-1}" = 1 ] && lab_heal_stall "$name"; then
+    log "lab: $name again, after the heal"
+    rc=0
+    lab_time again "$@" || rc=$?
+    took=$(python3 -c 'import sys; print(round(float(sys.argv[1]) + float(sys.argv[2]), 1))' "$took" "$again")
+    mark="  (run twice: a transmit stall healed)"
+  fi
+  lab_timings+=("$(printf '  %-36s %7ss%s%s' "$name" "$took" "$([ "$rc" -eq 0 ] || echo '  FAILED')" "$mark")")
   return "$rc"
 }
 
@@ -132,6 +159,10 @@ _lab_finish() {
   lab_timings+=("$(printf '  %-36s %7ss' down "$took")")
   log "lab tier timings"
   printf '%s\n' "${lab_timings[@]}"
+  if [ -n "${lab_stalls[*]:-}" ]; then
+    log "lab: transmit stalls healed (issue 22; the steps named ran again)"
+    printf '  %s\n' "${lab_stalls[@]}"
+  fi
   exit "$rc"
 }
 
@@ -262,6 +293,7 @@ _lab_tier_start() {
   set -euo pipefail
   cd "$REPO_ROOT"
   lab_timings=()
+  lab_stalls=()
   lab_bandwidth=""
   lab_noop_ratio=""
   trap _lab_finish EXIT
@@ -316,13 +348,13 @@ tier_lab() {
     # the other faults (MTU, ToS, rdma_cm, switch PFC) and rollout scenarios (drain timeout: skip,
     # fail) run in tier_lab_extended: CI's time (about 9 minutes of TCG)
     _lab_step "validate: passes, dead port caught" lab_validate "$inv" --faults fabric
-    _lab_step "rollout: Slurm drain + wait, failed gate" python3 tests/lab/rollout.py -i "$inv" --scenarios disruptive,gate
+    lab_rerun=0 _lab_step "rollout: Slurm drain + wait, failed gate" python3 tests/lab/rollout.py -i "$inv" --scenarios disruptive,gate
     _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check
     # vm3 (netplan) and tests/lab/mtu.yml on three VMs run in tier_lab_extended (ifupdown and
     # networkd are proven here across a reboot; netplan by molecule's nic_mtu scenario with the
     # real `netplan generate`)
     # near the end: the collector stays at a 15 s interval afterwards (the lab goes down soon)
-    _lab_step "monitor: Prometheus, counters, drift alert" python3 tests/lab/monitor.py -i "$inv" --leave-interval
+    lab_rerun=0 _lab_step "monitor: Prometheus, counters, drift alert" python3 tests/lab/monitor.py -i "$inv" --leave-interval
     _lab_step "fabric health at the end" lab_cli status
     lab_cli summary
     [ -z "$lab_bandwidth" ] || echo "$lab_bandwidth"
@@ -342,7 +374,7 @@ tier_lab_extended() {
     local inv=$lab_inv
     _lab_step "converge: site.yml" ansible-playbook -i "$inv" playbooks/site.yml -e rdmaops_scheduler=none
     _lab_step "validate: 4 more faults caught" lab_validate "$inv" --faults mtu,tos,rdma_cm,switch --skip-healthy
-    _lab_step "rollout: drain timeout skip, fail" python3 tests/lab/rollout.py -i "$inv" --scenarios skip,fail
+    lab_rerun=0 _lab_step "rollout: drain timeout skip, fail" python3 tests/lab/rollout.py -i "$inv" --scenarios skip,fail
     # vm3's fabric NIC is netplan's (vm1 ifupdown, vm2 networkd). vm3 has one rail: a VM whose two
     # rails share a subnet without the rails' rules answers from whichever NIC its main table lists
     # first, which vm1 and vm2 (arp_ignore=1 since the converge) rightly ignore on the other rail

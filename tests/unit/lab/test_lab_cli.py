@@ -2,6 +2,7 @@
 busy ports, inventories, the QEMU command line, the summary parser and the lab tier's
 idempotence gate."""
 
+import json
 import os
 import re
 import shutil
@@ -525,6 +526,58 @@ def test_idempotence_gate_fails_and_names_the_changed_task(tmp_path):
 def test_idempotence_gate_fails_without_a_recap(tmp_path):
     proc = run_gate(tmp_path, "ERROR! the playbook could not be found")
     assert proc.returncode == 1
+
+
+# --------------------------------------------------------------------------- a step and the transmit stall
+
+
+STATUS = {"fabric": {"healthy": False, "vms": {
+    "vm1": {"healthy": False, "watchdog_count": 0, "problems": ["gets no answer from vm2"]},
+    "vm2": {"healthy": False, "watchdog_count": 12, "problems": ["fabric path dead"]},
+}}}
+
+
+def run_step(tmp_path, status, step, heal_rc=0, rerun=True):
+    """_lab_step around ``step`` (a shell command; $STATE is a folder it may count runs in), with
+    lab_cli answering ``status --json`` with ``status`` and logging every call."""
+    (tmp_path / "status.json").write_text(json.dumps(status))
+    script = ("source scripts/lib/bootstrap.sh; source scripts/lib/tier-lab.sh; lab_timings=(); lab_stalls=(); "
+              "lab_cli() { echo \"$*\" >> $STATE/lab_cli.log; case $1 in status) cat $STATE/status.json; return 1;; "
+              "heal) return %d;; esac; }; step() { %s; }; rc=0; %s_lab_step 'ToS on the wire' step || rc=$?; "
+              "printf '%%s\\n' \"${lab_timings[@]}\"; printf 'stall: %%s\\n' \"${lab_stalls[@]}\"; exit $rc"
+              % (heal_rc, step, "" if rerun else "lab_rerun=0 "))
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, check=False, cwd=REPO,
+                          env=dict(os.environ, STATE=str(tmp_path)))
+
+
+FAILS_ONCE = "n=$(cat $STATE/runs 2>/dev/null || echo 0); echo $((n + 1)) > $STATE/runs; [ $n -ge 1 ]"
+
+
+def test_a_step_that_failed_with_a_stalled_nic_runs_again_after_the_heal_and_says_so(tmp_path):
+    proc = run_step(tmp_path, STATUS, FAILS_ONCE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "runs").read_text().strip() == "2"
+    assert (tmp_path / "lab_cli.log").read_text().splitlines() == ["status --json", "heal vm2"]  # the stalled VM only
+    assert re.search(r"^  ToS on the wire +\d+\.\ds  \(run twice: a transmit stall healed\)$", proc.stdout, re.M), proc.stdout
+    assert "stall: ToS on the wire: vm2" in proc.stdout
+
+
+@pytest.mark.parametrize("status, heal_rc, rerun", [
+    # no watchdog evidence: a failure of the collection, never run again
+    ({"fabric": {"healthy": False, "vms": {"vm2": {"healthy": False, "watchdog_count": 0}}}}, 0, True),
+    # watchdog lines on a VM whose path is healthy (an old stall, healed): not this failure's cause
+    ({"fabric": {"healthy": True, "vms": {"vm2": {"healthy": True, "watchdog_count": 3}}}}, 0, True),
+    (STATUS, 1, True),  # the heal did not bring the path back
+    (STATUS, 0, False),  # a step that must not run twice
+])
+def test_a_step_that_failed_otherwise_fails(tmp_path, status, heal_rc, rerun):
+    proc = run_step(tmp_path, status, FAILS_ONCE, heal_rc=heal_rc, rerun=rerun)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (tmp_path / "runs").read_text().strip() == "1"
+    assert re.search(r"^  ToS on the wire +\d+\.\ds  FAILED$", proc.stdout, re.M), proc.stdout
+    assert "stall: ToS" not in proc.stdout
+    if not rerun:
+        assert not (tmp_path / "lab_cli.log").exists()
 
 
 def test_stale_images_spare_the_new_one_and_those_in_use(tmp_path):
