@@ -270,7 +270,7 @@ lab_rails() {
 lab_rails_subnet_per_rail() {
   # without the scheduler: through it (two batches, each drained and gated) it took 424 s; the
   # rollout is proven by tests/lab/rollout.py
-  local run=(ansible-playbook -i "$1" playbooks/site.yml --tags nic --limit vm1,vm2
+  local run=(ansible-playbook -i "$1" playbooks/site.yml --tags nic --limit "vm1,vm2"
              -e @"$REPO_ROOT/tests/lab/rails-subnet-per-rail.yml" -e rdmaops_scheduler=none)
   local out rc=0
   ANSIBLE_NOCOLOR=1 "${run[@]}" || return 1
