@@ -526,7 +526,7 @@ class RailLinks:
     def _persist_networkd(self, plan, cfg, links):
         path = os.path.join(os.path.dirname(cfg.path), NETWORKD_DROPIN)
         cfg.details["_rails_path"] = path
-        keep = self._networkd_other_families(cfg, links, path) if self.params.get("exclusive") else None
+        keep = self._networkd_reset_keeps(cfg, links, path) if self.params.get("exclusive") else None
         text = networkd_dropin(links, keep=keep)
         before = self.config_ctx.read(path)
         if before != text:
@@ -535,10 +535,14 @@ class RailLinks:
             return [backends.command(["networkctl", "reload"])] if backends.Networkd(self.config_ctx).running() else []
         return []
 
-    def _networkd_other_families(self, cfg, links, ours):
-        """The static addresses that the link's .network file and the drop-ins read before ``ours``
-        give it, of a family none of ``links`` has: what an exclusive reset must list again."""
+    def _networkd_reset_keeps(self, cfg, links, ours):
+        """For an exclusive drop-in: None when the link's .network file and the drop-ins read before
+        ``ours`` give it no address of a rail's family but the rails' own (nothing to clear: the
+        drop-in stays as without exclusive, and no networkd reload drops and re-adds the link's
+        addresses for nothing); else the addresses of the other families, which the reset must list
+        again."""
         families = set(link.family for link in links)
+        wanted = set(ipaddress.ip_interface(u"%s" % link.cidr) for link in links)
         addresses = []
         # ours, and the drop-ins networkd reads after it (they keep their addresses), left out
         earlier = [path for path in cfg.backend._dropins(cfg.details["network_file"], {})
@@ -552,12 +556,14 @@ class RailLinks:
                         del addresses[:]  # that file's own reset
                     continue
                 try:
-                    family = ipaddress.ip_interface(u"%s" % value).version
+                    address = ipaddress.ip_interface(u"%s" % value)
                 except ValueError:
                     continue  # not ours to judge: networkd ignores what it cannot parse
-                if family not in families and value not in addresses:
-                    addresses.append(value)
-        return addresses
+                if address not in [found for found, dummy in addresses]:
+                    addresses.append((address, value))
+        if not any(address.version in families and address not in wanted for address, dummy in addresses):
+            return None
+        return [value for address, value in addresses if address.version not in families]
 
     def _persist_netplan(self, plan, cfg, links):
         path = cfg.path[:-len(".yaml")] + "-rails.yaml"

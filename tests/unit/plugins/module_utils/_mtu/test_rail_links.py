@@ -421,6 +421,24 @@ def test_networkmanager_profile_gets_addresses_routes_and_rules(tmp_path):
 
 
 @needs_netns
+def test_exclusive_on_networkd_with_nothing_to_clear_writes_the_plain_dropin(tmp_path):
+    """The file gives v1 only the rail's own address: no reset, so the drop-in is the one without
+    exclusive, and a link whose drop-in did not change is not reconfigured by networkd's reload (in the
+    two-rail lab, the reset on rail 1's NIC made networkd drop and re-add its address, and the run
+    read the link before the address was back)."""
+    files = {
+        "/etc/systemd/network/30-v1.network": "[Match]\nName=v1\n\n[Network]\nAddress=10.20.0.2/24\n",
+        "/run/systemd/netif/links/.keep": "",
+    }
+    out = run_in_netns(tmp_path, dict(rails=dict(links=[V4_SUBNET], exclusive=True)), ["apply"], veths=[("v1", "p1")], files=files,
+                       before=[["ip", "address", "add", "10.20.0.2/24", "dev", "v1"]])
+    assert "error" not in out["steps"][0], out["steps"][0]
+    text = (out["root"] / "etc/systemd/network/30-v1.network.d/90-rdmaops-rails.conf").read_text()
+    assert text == rails.networkd_dropin([rails.RailLink(0, V4_SUBNET)])
+    assert "[Network]" not in text
+
+
+@needs_netns
 def test_exclusive_on_networkmanager_drops_the_profiles_other_addresses_of_the_family(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
