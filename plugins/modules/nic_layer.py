@@ -156,8 +156,9 @@ options:
         description:
           - Remove the other global addresses of the rail's family from the netdevs (V(false) leaves them alone).
           - Link-local IPv6 addresses are always left alone.
-          - "Where the link is configured persistently the removal persists too: systemd-networkd gets a drop-in that clears the
-            addresses the link's files gave it (an empty C(Address=)) and lists the other families' again; a NetworkManager
+          - "Where the link is configured persistently the removal persists too: where the link's files give it another address of the
+            rail's family, systemd-networkd gets a drop-in that clears the addresses they gave it (an empty C(Address=)) and lists
+            the other families' again; a NetworkManager
             profile loses them; ifcfg loses its other C(IPADDRn). An address in a netplan file or an ifupdown stanza of the
             user's is not ours to edit: it comes back when that file is applied again (a reboot, C(netplan apply), C(ifup))."
         type: bool
