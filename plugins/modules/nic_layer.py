@@ -156,11 +156,10 @@ options:
         description:
           - Remove the other global addresses of the rail's family from the netdevs (V(false) leaves them alone).
           - Link-local IPv6 addresses are always left alone.
-          - "Where the link is configured persistently the removal persists too: where the link's files give it another address of the
-            rail's family, systemd-networkd gets a drop-in that clears the addresses they gave it (an empty C(Address=)) and lists
-            the other families' again; a NetworkManager
-            profile loses them; ifcfg loses its other C(IPADDRn). An address in a netplan file or an ifupdown stanza of the
-            user's is not ours to edit: it comes back when that file is applied again (a reboot, C(netplan apply), C(ifup))."
+          - "A NetworkManager profile loses the other addresses of the family too, and ifcfg its other C(IPADDRn). An address in a
+            file of the user's (systemd-networkd's .network, netplan, an ifupdown stanza) is not ours to edit: it comes back when that
+            file is applied again (a reboot, C(networkctl reload) after a drop-in changed, C(netplan apply), C(ifup)). systemd 252
+            (Debian 12) has no way for a drop-in to clear it (an empty C(Address=) is refused there)."
         type: bool
         default: false
       arp_ignore:

@@ -159,18 +159,9 @@ def _host_src(src, family):
 # --------------------------------------------------------------------------------------------
 # persistence renderers: pure functions of the links, one per configuration system
 # --------------------------------------------------------------------------------------------
-def networkd_dropin(links, keep=None):
-    """A .network drop-in with the links' addresses, routes and rules (one netdev).
-
-    ``keep`` (exclusive): the drop-in first clears every static address the files before it gave
-    the link (an empty ``Address=`` in [Network], networkd's reset), then lists ``keep`` (those
-    addresses of a family no rail of the netdev has) and the rails' own. Without the reset the
-    address ``exclusive`` removed comes back whenever networkd configures the link again (the
-    ``networkctl reload`` after this file changed, a reboot)."""
+def networkd_dropin(links):
+    """A .network drop-in with the links' addresses, routes and rules (one netdev)."""
     lines = ["# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % links[0].interface]
-    if keep is not None:
-        lines += ["", "# nic_addresses_exclusive: the link's addresses are the rails' only (and other families' as set before)",
-                  "[Network]", "Address="] + ["Address=%s" % cidr for cidr in keep]
     for link in links:
         lines += ["", "[Address]", "Address=%s" % link.cidr]
         lines += ["", "[Route]", "Destination=%s" % link.network] + (["PreferredSource=%s" % link.route_source] if link.route_source else [])
@@ -526,44 +517,13 @@ class RailLinks:
     def _persist_networkd(self, plan, cfg, links):
         path = os.path.join(os.path.dirname(cfg.path), NETWORKD_DROPIN)
         cfg.details["_rails_path"] = path
-        keep = self._networkd_reset_keeps(cfg, links, path) if self.params.get("exclusive") else None
-        text = networkd_dropin(links, keep=keep)
+        text = networkd_dropin(links)
         before = self.config_ctx.read(path)
         if before != text:
             self.config_ctx.stage(path, text, 0o644, "networkd: %s adds the rail address, table and rule of %s" % (path, cfg.interface),
                                   whole=True)
             return [backends.command(["networkctl", "reload"])] if backends.Networkd(self.config_ctx).running() else []
         return []
-
-    def _networkd_reset_keeps(self, cfg, links, ours):
-        """For an exclusive drop-in: None when the link's .network file and the drop-ins read before
-        ``ours`` give it no address of a rail's family but the rails' own (nothing to clear: the
-        drop-in stays as without exclusive, and no networkd reload drops and re-adds the link's
-        addresses for nothing); else the addresses of the other families, which the reset must list
-        again."""
-        families = set(link.family for link in links)
-        wanted = set(ipaddress.ip_interface(u"%s" % link.cidr) for link in links)
-        addresses = []
-        # ours, and the drop-ins networkd reads after it (they keep their addresses), left out
-        earlier = [path for path in cfg.backend._dropins(cfg.details["network_file"], {})
-                   if os.path.basename(path) < os.path.basename(ours)]
-        for path in [cfg.details["network_file"]] + earlier:
-            for section, key, value in fmt.parse_ini(self.config_ctx.read(path) or ""):
-                if key != "Address" or section not in ("Network", "Address"):
-                    continue
-                if not value:
-                    if section == "Network":
-                        del addresses[:]  # that file's own reset
-                    continue
-                try:
-                    address = ipaddress.ip_interface(u"%s" % value)
-                except ValueError:
-                    continue  # not ours to judge: networkd ignores what it cannot parse
-                if address not in [found for found, dummy in addresses]:
-                    addresses.append((address, value))
-        if not any(address.version in families and address not in wanted for address, dummy in addresses):
-            return None
-        return [value for address, value in addresses if address.version not in families]
 
     def _persist_netplan(self, plan, cfg, links):
         path = cfg.path[:-len(".yaml")] + "-rails.yaml"

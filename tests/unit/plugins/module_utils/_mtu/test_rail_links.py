@@ -280,42 +280,6 @@ def test_exclusive_removes_a_foreign_address_and_an_old_rule_goes(tmp_path):
 
 
 @needs_netns
-def test_exclusive_on_networkd_resets_the_files_addresses_so_they_do_not_come_back(tmp_path):
-    """The provisioning's .network file gives v1 an address of the rail's family: exclusive removes it
-    live, and the drop-in clears it for networkd too (else the reload after the drop-in changed, or a
-    reboot, brings it back and every run removes it again), keeping the other family's address."""
-    files = {
-        "/etc/systemd/network/30-v1.network": "[Match]\nName=v1\n\n[Network]\nAddress=192.168.9.9/24\nAddress=fd00:9::9/64\n\n"
-                                              "[Address]\nAddress=192.168.8.8/24\n",
-        # a drop-in networkd reads before ours adds one more; a later one (99-) keeps its own
-        "/etc/systemd/network/30-v1.network.d/10-site.conf": "[Network]\nAddress=192.168.7.7/24\n",
-        "/run/systemd/netif/links/.keep": "",
-    }
-    params = dict(rails=dict(links=[V4_SUBNET], exclusive=True))
-    out = run_in_netns(tmp_path, params, ["apply", "again"], veths=[("v1", "p1")], files=files,
-                       before=[["ip", "address", "add", "192.168.9.9/24", "dev", "v1"]])
-    apply, again = out["steps"]
-    assert "error" not in apply, apply
-    assert "rails: ip address del 192.168.9.9/24 dev v1 (not the rail's; nic_addresses_exclusive)" in apply["result"]["changes"]
-    assert again["result"]["changed"] is False, again["result"]["changes"]
-    text = (out["root"] / "etc/systemd/network/30-v1.network.d/90-rdmaops-rails.conf").read_text()
-    entries = fmt.parse_ini(text)
-    assert [(s, v) for s, k, v in entries if k == "Address"] == [("Network", ""), ("Network", "fd00:9::9/64"), ("Address", "10.20.0.2/24")]
-    # what networkd makes of the three files in its order: the reset drops the main file's and 10-site's IPv4 addresses
-    effective = []
-    for path in ("etc/systemd/network/30-v1.network", "etc/systemd/network/30-v1.network.d/10-site.conf",
-                 "etc/systemd/network/30-v1.network.d/90-rdmaops-rails.conf"):
-        for section, key, value in fmt.parse_ini((out["root"] / path).read_text()):
-            if key == "Address" and section == "Network" and not value:
-                effective = []
-            elif key == "Address":
-                effective.append(value)
-    assert effective == ["fd00:9::9/64", "10.20.0.2/24"]
-    v1 = [a for link in out["addresses"] if link["ifname"] == "v1" for a in link["addr_info"] if a["family"] == "inet"]
-    assert ["%s/%s" % (a["local"], a["prefixlen"]) for a in v1] == ["10.20.0.2/24"]
-
-
-@needs_netns
 def test_a_missing_netdev_is_refused_before_anything_changes(tmp_path):
     out = run_in_netns(tmp_path, dict(rails=dict(links=[dict(V4, interface="nope0")])), ["apply"], veths=[("v0", "p0")],
                        files=IFUPDOWN_AND_NETWORKD)
@@ -418,24 +382,6 @@ def test_networkmanager_profile_gets_addresses_routes_and_rules(tmp_path):
         ["ipv6.routing-rules", "priority 1000 from fd00:2::2/128 table 102"],
     ]
     assert apply["result"]["rails"]["links"][0]["backend"] == "networkmanager"
-
-
-@needs_netns
-def test_exclusive_on_networkd_with_nothing_to_clear_writes_the_plain_dropin(tmp_path):
-    """The file gives v1 only the rail's own address: no reset, so the drop-in is the one without
-    exclusive, and a link whose drop-in did not change is not reconfigured by networkd's reload (in the
-    two-rail lab, the reset on rail 1's NIC made networkd drop and re-add its address, and the run
-    read the link before the address was back)."""
-    files = {
-        "/etc/systemd/network/30-v1.network": "[Match]\nName=v1\n\n[Network]\nAddress=10.20.0.2/24\n",
-        "/run/systemd/netif/links/.keep": "",
-    }
-    out = run_in_netns(tmp_path, dict(rails=dict(links=[V4_SUBNET], exclusive=True)), ["apply"], veths=[("v1", "p1")], files=files,
-                       before=[["ip", "address", "add", "10.20.0.2/24", "dev", "v1"]])
-    assert "error" not in out["steps"][0], out["steps"][0]
-    text = (out["root"] / "etc/systemd/network/30-v1.network.d/90-rdmaops-rails.conf").read_text()
-    assert text == rails.networkd_dropin([rails.RailLink(0, V4_SUBNET)])
-    assert "[Network]" not in text
 
 
 @needs_netns
