@@ -200,7 +200,10 @@ class SlurmLab:
             if port_in_use(port):
                 raise SlurmLabError("port %d (the lab's slurmctld: SSH base port + %d) is in use; free it or choose other "
                                     "ports with --ssh-base-port" % (port, SLURM_PORT_OFFSET))
-            _start([_sbin("slurmctld"), "-f", self.conf], "slurmctld (log %s)" % os.path.join(self.dir, "slurmctld.log"), env=self.env())
+            # -c: no state of an earlier lab's life (a node a test left drained would be the next lab's
+            # "interrupted rollout", and its first rollout would finish it: changed, not idempotent)
+            _start([_sbin("slurmctld"), "-c", "-f", self.conf], "slurmctld (log %s)" % os.path.join(self.dir, "slurmctld.log"),
+                   env=self.env())
             deadline = time.time() + 30
             while time.time() < deadline and self.run(["scontrol", "ping"]).returncode != 0:
                 time.sleep(0.5)
