@@ -547,8 +547,13 @@ def rdma_findings(runs, hosts, intent, min_bw_fraction, unreachable=()):
             continue
         tos = run.get("tos")
         base = dict(tos=tos, gid_index=run.get("gid_index"), transport="RC over RDMA-CM")
-        hint_run = "%s %s -> %s failed (rc %s): %s; is rdma_cm loaded on both, and the RoCE v2 GID index right?" % (
-            test, host, peer, run.get("rc"), _tail(run.get("stderr") or run.get("stdout")))
+        tries = run.get("attempts")
+        tries = tries if isinstance(tries, int) and not isinstance(tries, bool) and tries > 1 else None
+        if tries:
+            # validate_rdma_attempts: the result took more than one run; its measurement says so
+            base["attempts"] = tries
+        hint_run = "%s %s -> %s failed (rc %s%s): %s; is rdma_cm loaded on both, and the RoCE v2 GID index right?" % (
+            test, host, peer, run.get("rc"), ", after %d attempts" % tries if tries else "", _tail(run.get("stderr") or run.get("stdout")))
         unreadable = measure.unreadable_result(run.get("stdout")) if run.get("rc") == 0 else None
         if unreadable is not None:
             # a result row that cannot be read (1.2.3, 400 digits: inf) is no measurement: not checked, never passed

@@ -133,7 +133,7 @@ NIC_PORT = Record(
 PING = Record(peer=TEXT, address=TEXT, size=INT, rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT,
               source=TEXT, netdev=TEXT, peer_netdev=TEXT, peer_evidence=TEXT)
 RDMA_RUN = Record(test=Text(("ib_write_bw", "ib_write_lat")), peer=TEXT, device=TEXT, peer_device=TEXT, gid_index=INT, tos=INT,
-                  rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT, requested=BOOL)
+                  rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT, requested=BOOL, attempts=INT)
 NCCL_RUN = Record(rc=INT, stdout=TEXT, skipped=BOOL, why=TEXT)
 # multi-rail hosts (_validate/rails.py): the plan's links (rdmaops.roce.roce_rail_links), nic_layer's
 # check-mode read per netdev, and the validate role's per-rail loops (ping, ARP probe, ib_write_bw),
@@ -152,7 +152,8 @@ RAILS = Record(
     rx=Record(before=TEXT, after=TEXT),
     arp=ListOf(Record(item=HOST_PAIR, cmd=ARGV, rc=INT, stdout=TEXT), whole=False),
     # item: [pair index, rail index]
-    rdma=ListOf(Record(item=ListOf(Int(0, INT_RANGE[1]), length=2), cmd=ARGV, rc=INT, stdout=TEXT, stderr=TEXT), whole=False),
+    rdma=ListOf(Record(item=ListOf(Int(0, INT_RANGE[1]), length=2), cmd=ARGV, rc=INT, stdout=TEXT, stderr=TEXT, attempts=INT),
+                whole=False),
 )
 HOST = Record(
     rdma=RDMA,

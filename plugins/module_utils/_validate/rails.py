@@ -405,8 +405,11 @@ def _rdma_findings(host, runs, states):
         hint = ("ib_write_bw on %s's rail %s (%s, %s) did not run from its rail address to a peer's address on the "
                 "same rail: check that both ends' RDMA devices of rail %s are ACTIVE with a RoCE v2 GID of the rail "
                 "address (rdma_facts), the rail's rule and table, and the rail's leaf" % (host, rail, wanted, link.get("address"), rail))
+        tries = _number(run.get("attempts"))
+        # a result that took more than one attempt (validate_rdma_attempts) says so
+        tried = " (attempt %d: the ones before were refused, failed or hung)" % tries if tries is not None and tries > 1 else ""
         if ran:
-            actual = "%s, GID %s -> %s: %.3f Gb/s" % (named or "no device named", local, remote, bw["average_gbps"])
+            actual = "%s, GID %s -> %s: %.3f Gb/s%s" % (named or "no device named", local, remote, bw["average_gbps"], tried)
         elif rc is None or (rc == 0 and unreadable_result(stdout) is not None):
             # no rc (false is not 0), or a result row that cannot be read: not measured, never passed nor failed
             passed = None
@@ -419,7 +422,7 @@ def _rdma_findings(host, runs, states):
                                              "the rail %s ib_write_bw printed a result row that cannot be read" % rail))
                 hint = "its result row could not be read (see the input finding)"
         else:
-            actual = "rc %s: %s" % (rc, (stdout or _text(run.get("stderr")) or "").strip()[-160:])
+            actual = "rc %s%s: %s" % (rc, " after %d attempts" % tries if tried else "", (stdout or _text(run.get("stderr")) or "").strip()[-160:])
         out.append(dict(check=CHECK, host=host, peer=peer, device=named or wanted, field="rail %s RDMA" % rail,
                         expected="ib_write_bw on %s from GID %s to the peer's rail %s GID" % (wanted, link.get("address"), rail),
                         actual=actual, hint="" if passed else hint, passed=passed))

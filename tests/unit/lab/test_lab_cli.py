@@ -233,6 +233,8 @@ def test_two_rails_give_each_vm_a_second_nic_on_its_own_leaf_in_the_same_subnet(
     joined = " ".join(lab.qemu_argv(vms["vm2"], "/i", "/d", 1024, "i"))
     assert "tap,id=rail2,ifname=%s," % vms["vm2"]["rail2_tap"] in joined
     assert "virtio-net-pci,netdev=rail2,mac=52:54:00:18:00:22,addr=0x7," in joined
+    # the RDMA NICs without the event index (issue 22's transmit stalls), the management NIC as QEMU makes it
+    assert joined.count(",event_idx=off") == 2 and "addr=0x4,romfile=,event_idx=off" in joined and "addr=0x3,romfile= " in joined
     # the inventory: each VM's place in roce_fabric.rails, or rails off in a one-rail lab
     assert "roce_rail_index: 2" in lab.render_inventory(vms) and "lab_rail2_address: 198.18.0.22/24" in lab.render_inventory(vms)
     assert "nic_rails_enabled: false" in lab.render_inventory({"vm1": one})

@@ -129,6 +129,22 @@ def test_fault_perftest_without_result_and_slow_bandwidth(lab):
     assert slow["expected"] == ">= 2.0" and slow["actual"] < 2.0 and "validate_min_bw_fraction" in slow["hint"]
 
 
+def test_attempts_a_result_took_are_named(lab):
+    """validate_rdma_attempts: a result measured on a second attempt says so in its measurement; a
+    test that failed on every attempt says how many it had; one attempt adds nothing."""
+    lab["vm1"]["rdma_runs"][1]["attempts"] = 2
+    result = fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION)
+    assert result["passed"] is True
+    kinds = dict((m["kind"], m) for m in result["measurements"])
+    assert kinds["ib_write_lat"]["detail"]["attempts"] == 2 and "attempts" not in kinds["ib_write_bw"]["detail"]
+    lab["vm1"]["rdma_runs"][1].update(rc=124, stdout="", stderr="", attempts=2)
+    hung = one_failure(fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION), "vm1", "latency_usec")
+    assert hung["actual"] == "no result" and "failed (rc 124, after 2 attempts)" in hung["hint"]
+    lab["vm1"]["rdma_runs"][1]["attempts"] = 1
+    once = one_failure(fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION), "vm1", "latency_usec")
+    assert "failed (rc 124): " in once["hint"]
+
+
 def test_fault_path_drops_jumbo_frames(lab):
     lab["vm1"]["pings"][0].update(rc=1, stdout=read("ping_dropped.txt"))
     finding = one_failure(fabric_check(INTENT, lab, min_bw_fraction=LAB_FRACTION), "vm1", "mtu_path")

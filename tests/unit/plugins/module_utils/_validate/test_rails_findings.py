@@ -150,6 +150,14 @@ def test_ib_write_bw_per_rail_names_the_device_and_both_gids():
     failed = lab_states(vm1=dict(rdma=[dict(item=[0, 1], cmd=BW_CMD, rc=1, stdout="Received 10 times ADDR_ERROR\n")]))
     found = [f for f in rail_findings("vm1", failed["vm1"], failed) if f["field"].endswith("RDMA")]
     assert found[0]["passed"] is False and found[0]["actual"] == "rc 1: Received 10 times ADDR_ERROR"
+    # validate_rdma_attempts: the attempts a result took, or a failure had, are named
+    again = lab_states(vm1=dict(rdma=[dict(item=[0, 1], cmd=BW_CMD, rc=0, stdout=text, attempts=2)]))
+    found = [f for f in rail_findings("vm1", again["vm1"], again) if f["field"].endswith("RDMA")]
+    assert found[0]["passed"] is True and found[0]["actual"].endswith(
+        "0.130 Gb/s (attempt 2: the ones before were refused, failed or hung)")
+    failed["vm1"]["rails"]["rdma"][0]["attempts"] = 6
+    found = [f for f in rail_findings("vm1", failed["vm1"], failed) if f["field"].endswith("RDMA")]
+    assert found[0]["actual"] == "rc 1 after 6 attempts: Received 10 times ADDR_ERROR"
 
 
 # -- rail data that cannot be read (issue 20, found by review: the rails input had escaped the reading)
