@@ -22,6 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAB = [sys.executable, os.path.join(HERE, "lab.py")]
 ROCE_V2_PORT = 4791
+PERFTEST_PORT = 18515  # perftest's default TCP port, which its RDMA-CM ID listens on
 # tcpdump -v (tests/unit/fixtures/tools/tcpdump): "12:56:15.922002 IP (tos 0x6a,ECT(0), ttl 64, ...)"
 # and, on the next line, "    198.18.9.1.49152 > 198.18.9.2.4791: "
 HEADER = re.compile(r"\bIP \(tos (0x[0-9a-f]+)")
@@ -63,6 +64,26 @@ def judge(seen, addresses, tos):
             described.append("%d packet(s) with tos 0x%02x (DSCP %d, ECN %d)%s" % (n, value, value >> 2, value & 3, note))
         lines.append("%s (%s): %s" % (name, address, ", ".join(described)))
     return ok, lines
+
+
+def listening(cm_ids, device, port):
+    """``rdma -j res show cm_id`` output (JSON text): does an RDMA-CM ID listen on ``device`` at ``port``?"""
+    try:
+        ids = json.loads(cm_ids or "[]")
+    except ValueError:
+        return False
+    return any(isinstance(one, dict) and one.get("ifname") == device and one.get("state") == "LISTEN"
+               and str(one.get("src-addr", "")).endswith(":%d" % port) for one in ids if isinstance(ids, list))
+
+
+def wait_listening(vm, device, port, seconds=30):
+    """Poll ``vm`` until its perftest server listens; the seconds it took, or None."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        if listening(ssh(vm, "rdma -j res show cm_id").stdout, device, port):
+            return time.monotonic() - t0
+        time.sleep(0.5)
+    return None
 
 
 def intent_tos(path):
@@ -107,6 +128,15 @@ def main(argv=None):
     bw = ["ib_write_bw", "-d", args.device, "-R", "-D", "2"]  # no -T: the RDMA-CM default ToS applies
     server = subprocess.Popen(LAB + ["ssh", args.server, "timeout 60 " + " ".join(bw)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The client connects only once the server listens: a connection request that finds no
+    # listener is answered by the server's kernel with a CM reject that carries ToS 0, whatever
+    # default_roce_tos says (captured in the lab: tests/unit/fixtures/tools/tcpdump/udp4791-rej-
+    # no-listener.txt), and a VM just rebooted starts its server late.
+    if wait_listening(args.server, args.device, PERFTEST_PORT) is None:
+        server.kill()
+        capture.kill()
+        print("ib_write_bw on %s did not listen on %s port %d within 30 s (rdma res show cm_id)" % (args.server, args.device, PERFTEST_PORT))
+        return 2
     client = None
     for _attempt in range(10):
         time.sleep(1)

@@ -33,3 +33,29 @@ def test_a_silent_peer_fails_and_matching_packets_pass():
     assert not ok and lines[1] == "vm2 (198.18.9.2): no RoCEv2 packet captured"
     ok, _lines = tos_on_wire.judge(tos_on_wire.parse_capture(text), {"vm1": "198.18.9.1"}, 106)
     assert ok
+
+
+FIXTURES = os.path.join(REPO, "tests", "unit", "fixtures", "tools")
+
+
+def fixture(*parts):
+    with open(os.path.join(FIXTURES, *parts)) as handle:
+        return handle.read()
+
+
+def test_a_request_that_finds_no_listener_is_rejected_with_tos_0():
+    """Why the client waits for the server to listen: the lab's capture of vm1's connection request
+    (ToS 0x6a) to vm2 with no server, and vm2's kernel's reject, sent with ToS 0."""
+    seen = tos_on_wire.parse_capture(fixture("tcpdump", "udp4791-rej-no-listener.txt"))
+    assert seen == {"198.18.0.11": {0x6A: 1}, "198.18.0.12": {0x00: 1}}
+    ok, lines = tos_on_wire.judge(seen, {"vm1": "198.18.0.11", "vm2": "198.18.0.12"}, 106)
+    assert not ok and lines[1] == "vm2 (198.18.0.12): 1 packet(s) with tos 0x00 (DSCP 0, ECN 0) - expected 0x6a"
+
+
+def test_the_server_listens_only_when_its_rdma_cm_id_does():
+    listen = fixture("rdma", "res-show-cm_id-listen.json")
+    assert tos_on_wire.listening(listen, "rxe0", 18515)
+    assert not tos_on_wire.listening(listen, "rxe0", 18516)
+    assert not tos_on_wire.listening(listen, "rxe7", 18515)
+    assert not tos_on_wire.listening(fixture("rdma", "res-show-cm_id-none.json"), "rxe0", 18515)
+    assert not tos_on_wire.listening("", "rxe0", 18515) and not tos_on_wire.listening("not json", "rxe0", 18515)
