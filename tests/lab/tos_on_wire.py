@@ -72,8 +72,10 @@ def listening(cm_ids, device, port):
         ids = json.loads(cm_ids or "[]")
     except ValueError:
         return False
+    if not isinstance(ids, list):
+        return False
     return any(isinstance(one, dict) and one.get("ifname") == device and one.get("state") == "LISTEN"
-               and str(one.get("src-addr", "")).endswith(":%d" % port) for one in ids if isinstance(ids, list))
+               and str(one.get("src-addr", "")).endswith(":%d" % port) for one in ids)
 
 
 def wait_listening(vm, device, port, seconds=30):
