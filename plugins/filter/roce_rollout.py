@@ -8,39 +8,63 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import highest_disruption
-from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.policy import exceeds, resolve_policy
+from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.policy import (
+    exceeds,
+    gate_partners,
+    highest,
+    plan_waves,
+    pool_size,
+    resolve_policy,
+)
 
 
 def roce_rollout(settings, pool=1):
     """Check the rollout's variables and return its policy (see roce_rollout.yml)."""
     try:
-        return resolve_policy(dict(settings) if isinstance(settings, dict) else settings, pool)
+        return resolve_policy(dict(settings) if isinstance(settings, dict) else settings, pool_size(pool))
     except InputError as exc:
         raise AnsibleFilterError(exc.msg)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise AnsibleFilterError("the rollout settings must be a mapping of rdmaops_* variables and pool a number of hosts")
 
 
 def roce_disruption_exceeds(disruption, cap=None):
-    """True when a change of class ``disruption`` is more disruptive than ``cap`` allows."""
+    """True when a change of class ``disruption`` is more disruptive than ``cap`` allows; a missing
+    class counts as the most disruptive."""
     try:
         return exceeds(disruption, cap)
-    except ValueError:
-        raise AnsibleFilterError("unknown disruption class %r or cap %r: the classes are none, online, link_reset, "
-                                 "driver_restart, reboot" % (disruption, cap))
+    except InputError as exc:
+        raise AnsibleFilterError("roce_disruption_exceeds: %s" % exc.msg)
 
 
 def roce_disruption_highest(classes):
     """The most disruptive of a list of classes (``none`` for an empty list)."""
     try:
-        return highest_disruption([str(name) for name in classes or []])
-    except ValueError:
-        raise AnsibleFilterError("unknown disruption class among %s: the classes are none, online, link_reset, "
-                                 "driver_restart, reboot" % ", ".join(str(name) for name in classes))
+        return highest(classes)
+    except InputError as exc:
+        raise AnsibleFilterError("roce_disruption_highest: %s" % exc.msg)
+
+
+def roce_rollout_waves(hosts, max_unavailable, others_out=0, serial=None):
+    """Phase two's waves (see roce_rollout_waves.yml)."""
+    try:
+        if not isinstance(hosts, (list, tuple)) or not all(isinstance(e, (list, tuple)) and len(e) == 2 for e in hosts):
+            raise InputError("give the hosts as a list of [host, status] pairs")
+        return plan_waves([tuple(entry) for entry in hosts], max_unavailable, others_out,
+                          serial if serial not in (None, "") else None)
+    except InputError as exc:
+        raise AnsibleFilterError("roce_rollout_waves: %s" % exc.msg)
+
+
+def roce_rollout_partners(wave, order, candidates):
+    """The hosts a wave's gate pairs with (see roce_rollout_partners.yml)."""
+    if not all(isinstance(value, (list, tuple)) for value in (wave, order, candidates)):
+        raise AnsibleFilterError("roce_rollout_partners: give the wave, the inventory order and the candidates as lists of hosts")
+    return gate_partners(list(order), list(wave), list(candidates))
 
 
 class FilterModule:
     def filters(self):
         return {"roce_rollout": roce_rollout, "roce_disruption_exceeds": roce_disruption_exceeds,
-                "roce_disruption_highest": roce_disruption_highest}
+                "roce_disruption_highest": roce_disruption_highest, "roce_rollout_waves": roce_rollout_waves,
+                "roce_rollout_partners": roce_rollout_partners}

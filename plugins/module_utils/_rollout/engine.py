@@ -11,12 +11,18 @@ Two rules hold whatever the play asks:
 * a node drained by someone else (a reason not ours) is never resumed, nor its reason rewritten;
 * at most ``max_unavailable`` nodes of the ``pool`` are out of service at once, counting every
   node already drained or down for any reason: nodes beyond it are ``deferred``, untouched.
+  Several runs may drain at the same moment (job slices, two operators), so after a drain the pool
+  is read again, and when more than ``max_unavailable`` are out then, the nodes this call took out
+  are resumed (``stepped_back``, reported with the count that made it step back) and deferred: of
+  runs that keep their drain, the last to read saw every other kept drain, so they never add up
+  to more than the limit.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import random
 import time
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
@@ -101,6 +107,7 @@ class SchedulerChange(Engine):
     def read(self):
         self.before = self.backend.query(list(dict.fromkeys(self.nodes + self.pool)))
         self.acted, self.deferred, self.foreign, self.skipped = [], [], [], []
+        self.taken, self.stepped_back, self.step_back_reason = [], [], None
 
     def plan(self, plan):
         action = self.params["action"]
@@ -124,6 +131,7 @@ class SchedulerChange(Engine):
                     continue
                 if free is not None:
                     free -= 1
+                self.taken.append(name)
             self.acted.append(name)
             plan.add("drain %s" % name, state.reason if state.drained else None, self.reason,
                      lambda name=name: self.backend.drain([name], self.reason),
@@ -164,9 +172,33 @@ class SchedulerChange(Engine):
             plan.add("reboot %s" % name, None, self.reason, lambda name=name: self.backend.reboot([name], self.reason),
                      "reboot %s when idle, then back in service: %s" % (name, self.reason))
 
+    def step_back(self):
+        """After a drain within a limit: the pool read again; when another run drained at the same
+        moment and more than the limit are out now, the nodes this call took out go back in service
+        (our own drain, just made: no job was placed elsewhere for it) and are deferred."""
+        if self.limit is None or not self.taken:
+            return self.backend.query(self.nodes)
+        now = self.backend.query(list(dict.fromkeys(self.nodes + self.pool)))
+        _free, unavailable = drain_capacity(dict((n, now[n]) for n in self.pool), self.limit)
+        excess = len(unavailable) - self.limit
+        if excess <= 0:
+            return now
+        back = self.taken[-excess:]
+        self.backend.resume(back)
+        self.stepped_back = list(back)
+        self.step_back_reason = ("%d node(s) of the pool out of service after the drain (%s), more than "
+                                 "max_unavailable %d: another run drained at the same time; %s resumed and deferred (it was "
+                                 "drained for: %s)" % (len(unavailable), ", ".join(unavailable), self.limit,
+                                                       ", ".join(back), self.reason))
+        self.acted = [name for name in self.acted if name not in back]
+        self.deferred.extend(back)
+        # two runs that collided would collide again if they retried in step
+        time.sleep(random.uniform(0.0, 2.0))
+        return self.backend.query(self.nodes)
+
     def verify(self):
-        after = self.backend.query(self.nodes)
         action, problems = self.params["action"], []
+        after = self.step_back() if action == "drain" else self.backend.query(self.nodes)
         for name in self.acted:
             state = after[name]
             if action in ("drain", "set_reason") and not (state.drained and state.reason == self.reason):
@@ -184,4 +216,8 @@ class SchedulerChange(Engine):
             result["reason"] = self.reason
         if self.limit is not None:
             result.update(max_unavailable=self.limit, unavailable=getattr(self, "unavailable", []))
+        if getattr(self, "stepped_back", None):
+            result.update(stepped_back=list(self.stepped_back), step_back_reason=self.step_back_reason)
+            if not self.acted:
+                result["changed"] = False  # drained and resumed again: the scheduler is as it was
         return result

@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import heapq
+
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import DISRUPTION_CLASSES, disruption_rank
 from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import NODE_NAME, max_unavailable_count
@@ -69,7 +71,7 @@ def resolve_policy(settings, pool):
         poll_interval=_seconds(merged, "poll_interval", problems, minimum=1),
     )
     try:
-        policy["max_unavailable"] = max_unavailable_count(merged["max_unavailable"], max(1, int(pool)))
+        policy["max_unavailable"] = max_unavailable_count(merged["max_unavailable"], pool_size(pool))
     except InputError as exc:
         problems.append(exc.msg)
     cap = merged["max_disruption"]
@@ -91,8 +93,98 @@ def resolve_policy(settings, pool):
     return policy
 
 
+def pool_size(pool):
+    """The number of hosts a rollout covers, as a whole number of at least 1 (a list of hosts counts
+    its length); anything else is refused with a message, never a Python error."""
+    if isinstance(pool, (list, tuple)):
+        pool = len(pool)
+    if isinstance(pool, str) and pool.strip().isdigit():
+        pool = int(pool.strip())
+    if isinstance(pool, float) and pool.is_integer():
+        pool = int(pool)
+    if isinstance(pool, bool) or not isinstance(pool, int) or pool < 0:
+        raise RolloutError("the rollout's pool must be a whole number of hosts (or the list of them), not %r" % (pool,))
+    return max(1, pool)
+
+
+def disruption_class(name, what="disruption class"):
+    """``name`` checked against the classes.  A missing class (None, empty) is not taken as
+    harmless: callers treat it as the most disruptive (``reboot``), see :func:`exceeds`."""
+    if name is None or name == "":
+        return DISRUPTION_CLASSES[-1]
+    if isinstance(name, str) and name in DISRUPTION_CLASSES:
+        return name
+    raise RolloutError("unknown %s %r: the classes are %s" % (what, name, ", ".join(DISRUPTION_CLASSES)))
+
+
 def exceeds(disruption, cap):
-    """Whether a change of class ``disruption`` goes beyond ``cap`` (None: no cap)."""
+    """Whether a change of class ``disruption`` goes beyond ``cap`` (None or empty: no cap).  A
+    missing class counts as the most disruptive (a layer that did not say what it disrupts is not
+    made in place under a job); an unknown one is refused."""
     if cap is None or cap == "":
+        if disruption is not None and disruption != "":
+            disruption_class(disruption)
         return False
-    return disruption_rank(disruption or "none") > disruption_rank(cap)
+    return disruption_rank(disruption_class(disruption)) > disruption_rank(disruption_class(cap, "disruption cap"))
+
+
+def highest(classes):
+    """The most disruptive of ``classes`` (a list; ``none`` for an empty one).  A missing entry
+    counts as ``reboot``; a bare string or number is refused rather than read letter by letter."""
+    if classes is None:
+        return DISRUPTION_CLASSES[0]
+    if isinstance(classes, (str, bytes, dict)) or not isinstance(classes, (list, tuple)):
+        raise RolloutError("give a list of disruption classes (%s), not %r" % (", ".join(DISRUPTION_CLASSES), classes))
+    names = [disruption_class(name) for name in classes]
+    return max(names, key=disruption_rank) if names else DISRUPTION_CLASSES[0]
+
+
+def plan_waves(hosts, limit, others_out=0, serial=None):
+    """Phase two's waves: ``hosts`` is the ordered list of ``(host, status)`` that held something
+    back, ``status`` one of ``in`` (in service), ``ours`` (drained by a rollout: an interrupted run)
+    or ``out`` (out of service for another reason: down, drained by someone else).  ``limit`` is
+    rdmaops_max_unavailable as a count, ``others_out`` the nodes of the pool out of service that are
+    not among ``hosts`` (another run's, an admin's), ``serial`` rdmaops_serial when given.
+
+    Hosts already out of service cost no new capacity and go first (finishing them frees theirs).
+    A wave takes at most ``limit`` less what is out already, and at most ``serial`` hosts; with no
+    capacity left each wave is one host, and the drain waits until the scheduler has room.
+    Linear in the number of hosts."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise RolloutError("max_unavailable must be a count of at least 1, not %r" % (limit,))
+    if serial is not None and (isinstance(serial, bool) or not isinstance(serial, int) or serial < 1):
+        raise RolloutError("rdmaops_serial must be a count of at least 1 for the waves, not %r" % (serial,))
+    already, fresh = [], []
+    for entry in hosts:
+        host, status = entry
+        if status not in ("in", "ours", "out"):
+            raise RolloutError("unknown host status %r for %s: in, ours or out" % (status, host))
+        (fresh if status == "in" else already).append((host, status))
+    foreign_out = sum(1 for _host, status in already if status == "out")
+    room = max(1, limit - int(others_out) - foreign_out)
+    size = min(room, serial) if serial else room
+    waves = []
+    if already:
+        # the interrupted ones hold capacity already; the first wave adds only what is left of it
+        ours = sum(1 for _host, status in already if status == "ours")
+        take = max(0, size - ours)
+        waves.append([host for host, _status in already] + [host for host, _status in fresh[:take]])
+        fresh = fresh[take:]
+    for start in range(0, len(fresh), size):
+        waves.append([host for host, _status in fresh[start:start + size]])
+    return waves
+
+
+def gate_partners(order, wave, candidates):
+    """The hosts a wave's gate pairs with: ``candidates`` (in service, rolled out already) nearest
+    the wave in ``order`` (the inventory's), at most one per host of the wave.  O(n log k) for n
+    candidates and a wave of k hosts."""
+    position = dict((host, index) for index, host in enumerate(order))
+    members = set(wave)
+    anchors = [position[host] for host in wave if host in position]
+    if not anchors:
+        return []
+    first = min(anchors)
+    ranked = heapq.nsmallest(len(wave), ((abs(position[host] - first), position[host], host) for host in candidates
+                                         if host in position and host not in members))
+    return [host for _distance, _index, host in ranked]

@@ -67,3 +67,60 @@ def test_disruption_filters():
         roce_disruption_exceeds("sometimes", "online")
     with pytest.raises(AnsibleFilterError):
         roce_disruption_highest(["online", "sometimes"])
+
+
+def test_a_missing_disruption_class_counts_as_the_most_disruptive():
+    # a layer that did not say what it disrupts is not made in place under a job
+    assert roce_disruption_exceeds(None, "online") is True
+    assert roce_disruption_exceeds("", "link_reset") is True
+    assert roce_disruption_exceeds(None, "reboot") is False
+    assert roce_disruption_highest(["online", None]) == "reboot"
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: roce_disruption_highest(5), "give a list of disruption classes"),
+    (lambda: roce_disruption_highest("reboot"), "give a list of disruption classes"),
+    (lambda: roce_disruption_highest({"nic": "online"}), "give a list of disruption classes"),
+    (lambda: roce_disruption_highest([3]), "unknown disruption class 3"),
+    (lambda: roce_disruption_exceeds("sometimes", "online"), "unknown disruption class 'sometimes'"),
+    (lambda: roce_disruption_exceeds("online", "hard"), "unknown disruption cap 'hard'"),
+    (lambda: roce_disruption_exceeds(["online"], "online"), "unknown disruption class ['online']"),
+    (lambda: roce_rollout({}, float("inf")), "pool must be a whole number of hosts"),
+    (lambda: roce_rollout({}, float("nan")), "pool must be a whole number of hosts"),
+    (lambda: roce_rollout({}, "many"), "pool must be a whole number of hosts"),
+    (lambda: roce_rollout({}, -3), "pool must be a whole number of hosts"),
+])
+def test_wrong_types_get_a_message_not_a_python_error(call, words):
+    with pytest.raises(AnsibleFilterError) as info:
+        call()
+    assert words in str(info.value)
+    assert "Traceback" not in str(info.value) and "<class" not in str(info.value) and "Error:" not in str(info.value)
+
+
+def test_the_pool_may_be_the_list_of_hosts():
+    assert roce_rollout({"max_unavailable": "50%"}, ["a", "b", "c", "d"])["max_unavailable"] == 2
+
+
+@pytest.mark.parametrize("value, words", [
+    ("101%", "rdmaops_max_unavailable is '101%'"), (0, "rdmaops_max_unavailable is 0"),
+    ("0%", "rdmaops_max_unavailable is '0%'"), ("1.5", "rdmaops_max_unavailable is '1.5'"),
+    ([2], "rdmaops_max_unavailable is [2]"), ("2 hosts", "rdmaops_max_unavailable is '2 hosts'"),
+])
+def test_max_unavailable_malformed_zero_or_over_100_percent_is_refused(value, words):
+    with pytest.raises(AnsibleFilterError) as info:
+        roce_rollout({"scheduler": "slurm", "max_unavailable": value}, 10)
+    assert words in str(info.value)
+
+
+def test_waves_and_partners_filters():
+    from ansible_collections.rdmaops.roce.plugins.filter.roce_rollout import roce_rollout_partners, roce_rollout_waves
+
+    assert roce_rollout_waves([["gpu1", "in"], ["gpu2", "in"], ["gpu3", "ours"]], 2, 1) == [["gpu3"], ["gpu1"], ["gpu2"]]
+    assert roce_rollout_waves([["a", "in"], ["b", "in"], ["c", "in"]], 2, 0, "") == [["a", "b"], ["c"]]
+    with pytest.raises(AnsibleFilterError, match="list of \\[host, status\\] pairs"):
+        roce_rollout_waves(["gpu1"], 2)
+    with pytest.raises(AnsibleFilterError, match="max_unavailable must be a count"):
+        roce_rollout_waves([["a", "in"]], 0)
+    assert roce_rollout_partners(["gpu3"], ["gpu1", "gpu2", "gpu3", "gpu4"], ["gpu1", "gpu4"]) == ["gpu4"]
+    with pytest.raises(AnsibleFilterError, match="as lists of hosts"):
+        roce_rollout_partners("gpu3", [], [])
