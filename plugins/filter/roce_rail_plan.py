@@ -11,7 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six.moves.collections_abc import Mapping
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, _is_list, _kind
-from ansible_collections.rdmaops.roce.plugins.module_utils._rails import plan_rails
+from ansible_collections.rdmaops.roce.plugins.module_utils._rails import IFNAME, check_plan_entry, plan_rails
 
 
 def roce_rail_plan(roce_fabric, hosts, only=None):
@@ -58,13 +58,19 @@ def roce_rail_links(host_plan, rdma, host=None):
         raise AnsibleFilterError("roce_rail_links expects one host's rail plan (a list, from roce_rail_plan), not %s" % _kind(host_plan))
     if not isinstance(rdma, Mapping) or not isinstance(rdma.get("netdevs"), Mapping):
         raise AnsibleFilterError("roce_rail_links expects ansible_facts.rdma (run rdmaops.roce.rdma_facts first)")
-    netdevs = rdma["netdevs"]
+    netdevs = dict((name, info) for name, info in rdma["netdevs"].items() if isinstance(name, str))
     problems = []
     links = []
     used = {}
-    for entry in host_plan:
+    for position, entry in enumerate(host_plan):
+        entry_problems = check_plan_entry(entry, "%sthe rail plan's entry %d" % ("host %s: " % host if host else "", position))
+        if entry_problems:
+            problems.extend(entry_problems)
+            continue
         name, why = _resolve(entry, netdevs)
         where = "%srail %s" % ("host %s, " % host if host else "", entry.get("rail"))
+        if not why and not (isinstance(name, str) and IFNAME.fullmatch(name)):
+            why = "the netdev %r it selects is not an interface name" % (name[:20] if isinstance(name, str) else name,)
         if why:
             problems.append("%s: %s (RDMA netdevs: %s)" % (where, why, ", ".join(sorted(netdevs)) or "none"))
             continue

@@ -71,6 +71,27 @@ ADDRESS_TEXT = re.compile(r"[0-9A-Fa-f:.]{2,45}")
 NETWORK_TEXT = re.compile(r"[0-9A-Fa-f:.]{2,45}/[0-9]{1,3}")
 # What a message shows of a user's text at most (hostile input can be megabytes).
 SHOW_MAX = 60
+# Address blocks no rail may hold any part of, with why (the first that a rail touches is named).
+# A /0 is refused before these, with its own reason (it competes with the default route).
+# The IPv6 blocks that embed IPv4 addresses keep the families apart: the kernel and its sockets
+# read ::ffff:a.b.c.d as the IPv4 address a.b.c.d, so ::ffff:10.0.0.0/120 beside 10.0.0.0/24 would
+# give two hosts one IPv4 address; with these refused, no IPv6 rail can overlap an IPv4 one.
+RESERVED_BLOCKS = (
+    ("0.0.0.0/8", "the unspecified address 0.0.0.0 and its 'this network' block 0.0.0.0/8"),
+    ("127.0.0.0/8", "the loopback block 127.0.0.0/8"),
+    ("169.254.0.0/16", "the link-local block 169.254.0.0/16"),
+    ("224.0.0.0/4", "the multicast block 224.0.0.0/4"),
+    ("255.255.255.255/32", "the limited broadcast address 255.255.255.255"),
+    ("::/128", "the unspecified address ::"),
+    ("::1/128", "the loopback address ::1"),
+    ("::ffff:0:0/96", "the IPv4-mapped block ::ffff:0:0/96 (its addresses are IPv4 addresses to the kernel, so "
+                      "they can collide with an IPv4 rail's)"),
+    ("::/96", "the IPv4-compatible block ::/96 (deprecated; its addresses embed IPv4 addresses)"),
+    ("::ffff:0:0:0/96", "the IPv4-translated block ::ffff:0:0:0/96 (its addresses embed IPv4 addresses)"),
+    ("64:ff9b::/96", "NAT64's well-known block 64:ff9b::/96 (its addresses stand for IPv4 hosts)"),
+    ("fe80::/10", "the link-local block fe80::/10"),
+    ("ff00::/8", "the multicast block ff00::/8"),
+)
 
 
 def _shown(value):
@@ -102,7 +123,25 @@ def _network(text):
         return None, "is not an IPv4 or IPv6 network in CIDR notation (e.g. 10.0.0.0/24 or fd00:1::/64)"
     if net.ip != net.network:
         return None, "has host bits set: write the network, %s" % net.cidr
+    if net.prefixlen == 0:
+        return None, (
+            "is every %s address: a /0 rail adds a connected route to everywhere, which competes with the default "
+            "route; give the rail its own network (e.g. %s)" % ("IPv4" if net.version == 4 else "IPv6",
+                                                                "10.0.0.0/24" if net.version == 4 else "fd00:1::/64"))
+    why = _reserved(net)
+    if why:
+        return None, "holds %s, where no rail's addresses may be; give the rail a unicast network of its own (e.g. %s)" % (
+            why, "10.0.0.0/24" if net.version == 4 else "fd00:1::/64")
     return net, None
+
+
+def _reserved(net):
+    """Why ``net`` (an IPNetwork) touches a block no rail may hold (RESERVED_BLOCKS), or None."""
+    first, last = int(net.first), int(net.last)
+    for block, why in _RESERVED:
+        if block.version == net.version and first <= int(block.last) and int(block.first) <= last:
+            return why
+    return None
 
 
 def _address(text):
@@ -114,6 +153,9 @@ def _address(text):
         return netaddr.IPAddress(text), None
     except (netaddr.AddrFormatError, ValueError, TypeError):
         return None, "is not an IPv4 or IPv6 address (e.g. 10.0.0.5 or fd00:1::5)"
+
+
+_RESERVED = tuple((netaddr.IPNetwork(block), why) for block, why in RESERVED_BLOCKS) if HAS_NETADDR else ()
 
 
 class Rail:
@@ -441,6 +483,52 @@ def plan_rails(raw_rails, hosts, only=None):
     if problems:
         raise IntentError(problems)
     return plan
+
+
+def check_plan_entry(entry, where):
+    """Problems of one entry of a host's plan as :func:`plan_rails` writes it (``where`` names it):
+    what roce_rail_links hands nic_layer is read again, so a plan written by hand or changed on the
+    way meets the rules of a computed one (a rail's name, an address of its network outside the
+    reserved blocks, a gateway on it, a table and a rule priority in range)."""
+    if not isinstance(entry, Mapping):
+        return ["%s must be a mapping (one rail of a host's plan, from roce_rail_plan), not %s" % (where, _kind(entry))]
+    problems = []
+    name = entry.get("rail")
+    if not (_is_text(name) and RAIL_NAME.fullmatch(name)):
+        problems.append("%s.rail=%s must be a rail's name: letters, digits, '_' and '-' (up to 32, e.g. rail0)" % (where, _shown(name)))
+    network, why = _network(entry.get("network"))
+    if why:
+        problems.append("%s.network=%s %s" % (where, _shown(entry.get("network")), why))
+    prefix = entry.get("prefix")
+    if network is not None and prefix != network.prefixlen:
+        problems.append("%s.prefix=%s must be the prefix length of its network %s, %d%s"
+                        % (where, _shown(prefix), network, network.prefixlen, _not(prefix, "a number")))
+    for key in ("address", "gateway"):
+        address, why = _address(entry.get(key))
+        if why:
+            problems.append("%s.%s=%s %s" % (where, key, _shown(entry.get(key)), why))
+        elif network is not None and (address.version != network.version or address not in network):
+            problems.append("%s.%s=%s is outside its network %s" % (where, key, address, network))
+    if entry.get("address") == entry.get("gateway") and entry.get("address") is not None:
+        problems.append("%s: the address %s is also its gateway; give the host another address" % (where, _shown(entry.get("address"))))
+    chosen = [key for key in SELECTOR_KEYS if entry.get(key) is not None]
+    patterns = dict(netdev=IFNAME, pci=PCI_ADDRESS, rdma_device=RDMA_DEVICE)
+    if len(chosen) != 1:
+        problems.append("%s needs exactly one of %s (the rail's netdev selector, as roce_rail_plan copies it)" % (where, ", ".join(SELECTOR_KEYS)))
+    elif chosen[0] == "netdevs":
+        value = entry["netdevs"]
+        if not (_is_list(value) and value and all(_is_text(item) and IFNAME.fullmatch(item) for item in value)):
+            problems.append("%s.netdevs must be a non-empty list of interface names (1-15 characters, no '/', ':' or whitespace)" % where)
+    elif not (_is_text(entry[chosen[0]]) and patterns[chosen[0]].fullmatch(entry[chosen[0]])):
+        problems.append("%s.%s=%s is not %s" % (where, chosen[0], _shown(entry[chosen[0]]), dict(
+            netdev="an interface name", pci="a PCI address such as 0000:17:00.0", rdma_device="an RDMA device name such as mlx5_0")[chosen[0]]))
+    table, priority = entry.get("table"), entry.get("rule_priority")
+    if not (_is_int(table) and 1 <= table <= TABLE_MAX and table not in RESERVED_TABLES):
+        problems.append("%s.table=%s must be a routing table number 1..%d other than 253, 254 and 255%s"
+                        % (where, _shown(table), TABLE_MAX, _not(table, "a number")))
+    if not (_is_int(priority) and 1 <= priority <= RULE_PRIORITY_MAX):
+        problems.append("%s.rule_priority=%s must be a number 1..%d%s" % (where, _shown(priority), RULE_PRIORITY_MAX, _not(priority, "a number")))
+    return problems
 
 
 def _has_rail_vars(variables):

@@ -4,6 +4,8 @@ inventory's hostvars by ansible-playbook."""
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.rdmaops.roce.plugins.filter.roce_intent import roce_intent
@@ -97,3 +99,59 @@ def test_the_plan_from_a_real_inventory_through_hostvars(tmp_path):
     proc = ansiblerun.run("ansible-playbook", ["-i", inventory, playbook], env_extra=ansiblerun.JSON_CALLBACK)
     assert proc.returncode != 0
     assert "host gpu3, rail rail1: address 10.20.0.3 is also host gpu2's on rail rail1" in proc.stdout
+
+
+def links_error(plan, rdma=RDMA):
+    with pytest.raises(AnsibleFilterError) as caught:
+        roce_rail_links(plan, rdma, host="gpu1")
+    return str(caught.value)
+
+
+def test_links_read_a_hand_written_plan_as_strictly_as_a_computed_one():
+    good = roce_rail_plan({"rails": RAILS[:1]}, {"gpu1": {"roce_rail_index": 0}})["gpu1"][0]
+    assert roce_rail_links([good], RDMA)[0]["address"] == "10.10.0.1"
+    cases = [
+        ("rail0", "the rail plan's entry 0 must be a mapping (one rail of a host's plan, from roce_rail_plan), not text"),
+        (dict(good, address="127.0.0.1", network="127.0.0.0/31", gateway="127.0.0.0"), "network='127.0.0.0/31' holds the loopback block"),
+        (dict(good, address="::ffff:10.10.0.1", network="::ffff:10.10.0.0/127", gateway="::ffff:10.10.0.0"),
+         "holds the IPv4-mapped block"),
+        (dict(good, address="0.0.0.1", network="0.0.0.0/0", prefix=0, gateway="0.0.0.2"), "a /0 rail adds a connected route"),
+        (dict(good, address="10.99.0.1"), "address=10.99.0.1 is outside its network 10.10.0.0/31"),
+        (dict(good, rail="r0\n200 evil"), "rail='r0\\n200 evil' must be a rail's name"),
+        (dict(good, netdev=["ens1f0np0"]), "netdev=a list is not an interface name"),
+        (dict(good, netdev="r0\nreboot"), "netdev='r0\\nreboot' is not an interface name"),
+        (dict(good, table="100; ip rule flush"), "table='100; ip rule flush' must be a routing table number"),
+        (dict(good, prefix=24), "prefix=24 must be the prefix length of its network 10.10.0.0/31, 31"),
+    ]
+    for entry, expected in cases:
+        message = links_error([entry])
+        assert "host gpu1: " + "the rail plan's entry 0" in message and expected in message, (expected, message)
+    # a netdev the facts name by PCI address whose name the kernel would not give: refused, never passed on
+    facts = {"netdevs": {"r0 reboot": {"ibdev": "mlx5_1", "pci_address": "0000:3a:00.0"}}}
+    entry = dict(good, rail="rail1", netdev=None, rdma_device="mlx5_1")
+    assert "host gpu1, rail rail1: the netdev 'r0 reboot' it selects is not an interface name" in links_error([entry], facts)
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-(1 << 40), 1 << 40) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+ENTRY = st.fixed_dictionaries({}, optional=dict(
+    rail=st.sampled_from(["rail0", "r 0"]) | JSONISH, address=st.sampled_from(["10.10.0.1", "::1"]) | JSONISH,
+    prefix=st.sampled_from([31, 24]) | JSONISH, network=st.sampled_from(["10.10.0.0/31", "0.0.0.0/0"]) | JSONISH,
+    gateway=st.sampled_from(["10.10.0.0"]) | JSONISH, table=st.sampled_from([100]) | JSONISH,
+    rule_priority=st.sampled_from([1000]) | JSONISH, netdev=st.sampled_from(["ens1f0np0"]) | JSONISH,
+    netdevs=JSONISH, pci=JSONISH, rdma_device=st.sampled_from(["mlx5_1"]) | JSONISH))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ENTRY | JSONISH, max_size=3), st.dictionaries(st.text(max_size=16) | st.integers(), JSONISH, max_size=3))
+def test_links_never_fail_with_a_python_error(plan, netdevs):
+    try:
+        links = roce_rail_links(plan, {"netdevs": dict(RDMA["netdevs"], **{str(k): v for k, v in netdevs.items()})}, host="h")
+    except AnsibleFilterError as exc:
+        assert "Traceback" not in str(exc) and "NoneType" not in str(exc) and "<class" not in str(exc)
+        return
+    for link in links:  # what passed is what nic_layer may be given
+        assert link["interface"] in RDMA["netdevs"] or link["interface"] in netdevs

@@ -224,6 +224,89 @@ def test_malformed_host_variables(variables, expected):
     assert any(expected in problem for problem in found), found
 
 
+# -- hostile networks: every block a rail may not hold, and IPv6 that embeds IPv4 -------------
+def rail(network, key="subnet", name="r0", netdev="a"):
+    return {"name": name, key: network, "netdev": netdev}
+
+
+RESERVED_RAILS = [
+    ("0.0.0.0/0", "subnet", "is every IPv4 address: a /0 rail adds a connected route to everywhere, which competes with the "
+                            "default route; give the rail its own network (e.g. 10.0.0.0/24)"),
+    ("::/0", "p2p_pool", "is every IPv6 address: a /0 rail adds a connected route to everywhere"),
+    ("0.0.0.0/1", "subnet", "holds the unspecified address 0.0.0.0"),
+    ("127.0.0.0/24", "subnet", "holds the loopback block 127.0.0.0/8, where no rail's addresses may be; give the rail a "
+                               "unicast network of its own (e.g. 10.0.0.0/24)"),
+    ("127.0.0.0/31", "p2p_pool", "holds the loopback block 127.0.0.0/8"),
+    ("::1/128", "p2p_pool", "holds the loopback address ::1"),  # smaller than a /127 link too: refused as loopback first
+    ("::/126", "subnet", "holds the unspecified address ::"),
+    ("169.254.0.0/16", "subnet", "holds the link-local block 169.254.0.0/16"),
+    ("169.254.10.0/24", "p2p_pool", "holds the link-local block 169.254.0.0/16"),
+    ("fe80::/64", "subnet", "holds the link-local block fe80::/10"),
+    ("224.0.0.0/24", "subnet", "holds the multicast block 224.0.0.0/4"),
+    ("239.1.0.0/16", "p2p_pool", "holds the multicast block 224.0.0.0/4"),
+    ("ff02::/64", "subnet", "holds the multicast block ff00::/8"),
+    ("255.255.255.254/31", "p2p_pool", "holds the limited broadcast address 255.255.255.255"),
+    ("::ffff:10.0.0.0/120", "subnet", "holds the IPv4-mapped block ::ffff:0:0/96 (its addresses are IPv4 addresses to the kernel"),
+    ("::ffff:a00:0/120", "p2p_pool", "holds the IPv4-mapped block ::ffff:0:0/96"),
+    ("::10.0.0.0/120", "subnet", "holds the IPv4-compatible block ::/96"),
+    ("::ffff:0:a00:0/120", "subnet", "holds the IPv4-translated block ::ffff:0:0:0/96"),
+    ("64:ff9b::a00:0/120", "subnet", "holds NAT64's well-known block 64:ff9b::/96"),
+    ("::/64", "subnet", "holds the unspecified address ::"),
+    ("8000::/1", "subnet", "holds the link-local block fe80::/10"),
+]
+
+
+@pytest.mark.parametrize("network, key, expected", RESERVED_RAILS)
+def test_rails_in_reserved_blocks_are_refused_naming_the_rail_and_the_fix(network, key, expected):
+    found = one_problem([rail(network, key)])
+    assert found.startswith("rail r0: roce_fabric.rails[0].%s=%r " % (key, network)), found
+    assert expected in found, found
+
+
+def test_ipv4_mapped_rail_beside_its_ipv4_rail_never_gives_two_hosts_one_address():
+    rails = [rail("10.0.0.0/24"), rail("::ffff:10.0.0.0/120", name="r1", netdev="b")]
+    found = one_problem(rails, {"h1": {"roce_rail_index": 0}, "h2": {"roce_rail_addresses": {"r1": "::ffff:10.0.0.2"}}})
+    assert found.startswith("rail r1: roce_fabric.rails[1].subnet='::ffff:10.0.0.0/120' holds the IPv4-mapped block"), found
+
+
+def test_unicast_networks_next_to_the_reserved_blocks_are_planned():
+    rails = [rail("126.255.255.0/24"), rail("128.0.0.0/24", name="r1", netdev="b"), rail("169.253.0.0/31", "p2p_pool", "r2", "c"),
+             rail("223.255.255.0/24", name="r3", netdev="d"), rail("::1:0:0:0/120", name="r4", netdev="e"),
+             rail("64:ff9b:1::/64", name="r5", netdev="f"), rail("fe00::/64", name="r6", netdev="g")]
+    plan = plan_rails(rails, {"h": {"roce_rail_index": 0}})["h"]
+    assert [entry["address"] for entry in plan] == [
+        "126.255.255.2", "128.0.0.2", "169.253.0.1", "223.255.255.2", "::1:0:0:2", "64:ff9b:1::2", "fe00::2"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, (1 << 32) - 1), st.integers(0, 32), st.integers(0, (1 << 128) - 1), st.integers(0, 128))
+def test_no_planned_address_is_reserved_or_embeds_ipv4(v4, v4_prefix, v6, v6_prefix):
+    """Whatever two networks are given, every planned address is unicast, not loopback, link-local,
+    multicast or unspecified, and no IPv6 address stands for an IPv4 one."""
+    import ipaddress
+
+    v4_net = ipaddress.IPv4Network((v4, v4_prefix), strict=False)
+    v6_net = ipaddress.IPv6Network((v6, v6_prefix), strict=False)
+    rails = [rail(str(v4_net), "p2p_pool" if v4_prefix > 30 else "subnet"),
+             rail(str(v6_net), "p2p_pool" if v6_prefix > 126 else "subnet", "r1", "b")]
+    try:
+        plan = plan_rails(rails, {"h": {"roce_rail_index": 0}})
+    except IntentError as exc:
+        assert all(problem.startswith("rail r") for problem in exc.problems), exc.problems
+        assert all(not PYTHON_WORDS.search(problem) for problem in exc.problems)
+        return
+    for entry in plan["h"]:
+        for text in (entry["address"], entry["gateway"]):
+            address = ipaddress.ip_address(text)
+            assert not (address.is_loopback or address.is_link_local or address.is_multicast or address.is_unspecified), entry
+            if address.version == 6:
+                # IPv4-compatible (::/96), -mapped (::ffff:0:0/96), -translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96)
+                assert int(address) >> 32 not in (0, 0xFFFF, 0xFFFF0000, 0x64FF9B << 64), entry
+            else:
+                assert str(address) != "255.255.255.255"
+        assert ipaddress.ip_network(entry["network"]).prefixlen > 0
+
+
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers(-(1 << 40), 1 << 40) | st.floats(allow_nan=False) | st.text(max_size=40),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
