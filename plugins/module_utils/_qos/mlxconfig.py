@@ -219,9 +219,18 @@ class MlxconfigEngine(Engine):
         return parsed
 
     def read(self):
+        self.read_device()
+        self.decide()
+
+    def read_device(self):
+        """Check the device, pick the tool and query it (the firmware layer asks for its keys only
+        once it has seen what the device offers: the ports of a dual-port card)."""
         self.check_pci()
         self.tool = self.pick_tool()
         self.query = self.read_all()
+
+    def decide(self):
+        """Refuse what the device does not offer; pick the keys whose Next Boot value differs."""
         params = self.query["params"]
         unknown = sorted(key for key in self.wanted if key not in params)
         if unknown:

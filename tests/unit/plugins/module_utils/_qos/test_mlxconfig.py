@@ -2,12 +2,11 @@
 (tests/tools/mlxconfig_standins) seeded with the composed ConnectX-7 ``-e q`` output."""
 
 import json
-import os
-import subprocess
 
 import pytest
 
 import hosttree
+import mlxcfgsim
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, execute
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
@@ -15,39 +14,15 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import App
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos import mlxconfig
 from fixtures.hosts import cx7_doca
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))))
-STANDINS = os.path.join(REPO, "tests", "tools", "mlxconfig_standins")
-SEED = os.path.join(REPO, "tests", "unit", "fixtures", "tools", "mlxconfig", "cx7-e-q-composed.txt")
+FakeModule = mlxcfgsim.FakeModule
 DEV = "0000:3d:00.0"
-
-
-class FakeModule:
-    """run_command runs the stand-ins for real; get_bin_path sees only the tools given."""
-
-    def __init__(self, params, env, tools=("mlxconfig", "mstconfig"), check_mode=False):
-        self.params = params
-        self.check_mode = check_mode
-        self._diff = False
-        self.env = env
-        self.tools = tools
-
-    def get_bin_path(self, tool):
-        return os.path.join(STANDINS, tool) if tool in self.tools else None
-
-    def run_command(self, argv, check_rc=False, data=None, environ_update=None, expand_user_and_vars=False):
-        env = dict(os.environ, **self.env)
-        env.update(environ_update or {})
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        return proc.returncode, proc.stdout, proc.stderr
 
 
 @pytest.fixture
 def standin(tmp_path):
     tree = tmp_path / "host"
     hosttree.materialize(cx7_doca.manifest(), str(tree))
-    env = dict(MLXCFG_STANDIN_SEED=SEED, MLXCFG_STANDIN_STATE=str(tmp_path / "state.json"),
-               MLXCFG_STANDIN_LOG=str(tmp_path / "argv.log"), MLXCFG_STANDIN_ALIASES="3d:00.0")
+    env = mlxcfgsim.environment(tmp_path)
 
     def run(params, check_mode=False, tools=("mlxconfig", "mstconfig"), plan=None):
         params = dict(dict(device=DEV, tool="auto"), **params)
@@ -62,7 +37,7 @@ def standin(tmp_path):
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
     def reboot():
-        subprocess.run([os.path.join(STANDINS, "mlxconfig"), "_standin_reboot"], env=dict(os.environ, **env), check=True)
+        mlxcfgsim.reboot(env)
 
     run.argv_log = argv_log
     run.reboot = reboot
