@@ -151,7 +151,11 @@ def generate(out):
                 handle.write(text.rstrip("\n") + "\n")
             summary = ""
             if kind == "role":
-                summary = (data.get("entry_points", {}).get("main") or {}).get("short_description", "")
+                entries = data.get("entry_points", {})
+                summary = (entries.get("main") or {}).get("short_description", "")
+                if not summary:  # a role of several entry points (rollout: start, drain, finish)
+                    summary = "; ".join("`%s`: %s" % (name, (spec or {}).get("short_description", ""))
+                                        for name, spec in entries.items())
             else:
                 summary = data.get("doc", {}).get("short_description", "")
             index.append("- [%s](%ss/%s.md): %s" % (full, kind, short, markup(summary)))

@@ -172,6 +172,22 @@ revision:
   description: The NVUE revision of a failed apply, to inspect with C(nv config history) and C(nv config diff).
   returned: when an NVUE apply failed
   type: str
+checkpoint:
+  description: The SONiC checkpoint taken before applying, kept on the switch when the rollback did not restore it.
+  returned: when a SONiC apply failed
+  type: str
+checkpoint_restored:
+  description:
+    - Whether CONFIG_DB is as it was before the failed SONiC apply (C(config rollback) succeeded and a read
+      confirmed it). V(false) also when the checkpoint could not be taken, in which case nothing was applied.
+  returned: when a SONiC apply failed
+  type: bool
+left_changed:
+  description:
+    - V(true) when the failed apply left the switch changed (SONiC rollback failed or did not restore CONFIG_DB;
+      NVUE applied but not saved, or the configuration differs from before). The task then reports C(changed=true).
+  returned: when an apply failed and left the switch changed
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
