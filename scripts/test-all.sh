@@ -159,6 +159,9 @@ tier_ee() {
 }
 
 tier_docs() {
+  # The shipped docs against the code: names, tags, files, links, fences, version examples
+  # (scripts/check-docs.py prints file:line and the name for each problem).
+  (cd "$REPO_ROOT" && python scripts/check-docs.py)
   (cd "$REPO_ROOT" && python scripts/gen-reference.py --check)
   # antsibull-docs' linter: every plugin's and role's documentation against the docsite schema,
   # its markup (O(), M(), R() ... references resolved, here and in ansible.netcommon/utils) and
@@ -174,6 +177,9 @@ tier_docs() {
       --plugin-docs --validate-collection-refs all --disallow-unknown-collection-refs \
       "$root/ansible_collections/rdmaops/roce"
   echo "antsibull-docs lint-collection-docs: no finding"
+  # The docsite: antsibull-docs renders every plugin and role, Sphinx the guides and the
+  # changelog, warnings as errors, offline; then every internal link of the HTML is checked.
+  (cd "$REPO_ROOT" && python scripts/build-docsite.py --build-dir "$BUILD_DIR")
 }
 
 
