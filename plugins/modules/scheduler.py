@@ -19,12 +19,24 @@ description:
     waits until the nodes run no job or O(timeout) passes and says which jobs held them; both only read.
   - O(action=drain) drains the nodes with the reason O(reason) prefixed by C(rdmaops.roce:), at most O(max_unavailable)
     of the O(pool) out of service at once (nodes already drained or down for any reason count); nodes beyond
-    that are returned in C(deferred), untouched. A node drained by someone else (another reason) keeps its
-    reason and is returned in C(foreign).
-  - O(action=resume) resumes only nodes drained with a C(rdmaops.roce:) reason; a node someone else drained
-    stays drained (C(foreign)). O(action=set_reason) rewrites our reason on nodes that stay drained (a failed
-    validation gate names its finding there). O(action=reboot) asks the scheduler to reboot each node once it
-    runs no job and to put it back in service afterwards (Slurm C(scontrol reboot ASAP nextstate=RESUME)).
+    that are returned in C(deferred), untouched.
+  - O(action=resume) resumes only nodes drained with a C(rdmaops.roce:) reason. O(action=set_reason) rewrites our
+    reason on nodes that stay drained (a failed validation gate names its finding there). O(action=reboot) asks the
+    scheduler to reboot each node once it runs no job and to put it back in service afterwards (Slurm
+    C(scontrol reboot ASAP nextstate=RESUME)).
+  - A node out of service for someone else (drained with a reason that does not start with C(rdmaops.roce:), or
+    down with such a reason, Slurm's own C(Not responding) included) is left exactly as it is by every action and
+    returned in C(foreign) - its reason is never overwritten and it is never resumed. O(action=reboot) refuses it
+    too - C(nextstate=RESUME) would put it back in service after the reboot, and the reboot itself could come in
+    the middle of their work - and says in a warning that the node still needs a reboot for O(reason); the
+    module does not fail for it.
+  - Every command (C(scontrol), C(squeue), each of the site's O(commands)) runs under a time bound,
+    O(command_timeout); one that runs longer is killed with its process group and the module fails naming the
+    command and the bound. While waiting (O(action=wait_idle)), each read is also bounded by what is left of
+    O(timeout) (at least 5 s).
+  - Output is read defensively - text that is not UTF-8 (a reason someone typed) is decoded with U+FFFD in place of
+    the bad bytes; a node the scheduler lists twice is never idle; a node state or flag this module does not know
+    is never idle (an unknown state also counts as out of service); a job state it does not know holds the node.
   - Nothing is changed in the scheduler in check mode; the result predicts what would be.
   - A scheduler that does not answer fails the module before anything is drained, with what it said; a node
     the scheduler does not know fails it naming C(rdmaops_slurm_node_name).
@@ -73,6 +85,12 @@ options:
     description: Seconds O(action=wait_idle) waits for the jobs to end.
     type: int
     default: 3600
+  command_timeout:
+    description:
+      - Seconds any one scheduler command may run before it is killed with its process group (the role's
+        C(rdmaops_scheduler_timeout)). At least 1.
+    type: int
+    default: 60
   poll_interval:
     description: Seconds between two reads while waiting.
     type: int
@@ -125,8 +143,8 @@ RETURN = r"""
 nodes:
   description:
     - Per node, as the scheduler reports it (after the change, unless in check mode) - C(state), C(flags),
-      C(reason), C(drained), C(out_of_service), C(busy), C(ours) (drained with a C(rdmaops.roce:) reason) and
-      C(jobs) (C(id), C(state), C(user), C(name)).
+      C(reason), C(drained), C(out_of_service), C(busy), C(ours) (drained with a C(rdmaops.roce:) reason),
+      C(foreign) (out of service for someone else's reason) and C(jobs) (C(id), C(state), C(user), C(name)).
   returned: always
   type: dict
 acted:
@@ -140,7 +158,9 @@ deferred:
   type: list
   elements: str
 foreign:
-  description: Nodes drained by someone else (another reason), left exactly as they are.
+  description:
+    - Nodes out of service for someone else (drained or down with a reason not ours), left exactly as they are
+      (with O(action=reboot), not handed to the scheduler - a warning says they still need the reboot).
   returned: with drain, resume, set_reason and reboot
   type: list
   elements: str
@@ -184,6 +204,7 @@ def main():
             backend=dict(type="str", default="slurm", choices=["slurm", "command"]),
             commands=dict(type="dict"),
             timeout=dict(type="int", default=3600),
+            command_timeout=dict(type="int", default=60),
             poll_interval=dict(type="int", default=10),
         ),
         supports_check_mode=True,

@@ -10,7 +10,11 @@ Rules every caller gets for free:
   directories), so tests put recorded tools first on PATH;
 * the C locale, so parsers see the output format they were written against;
 * a failure is a :class:`CommandError` (the collection's one error family) that carries cmd,
-  rc, stdout and stderr, which the engine puts into the failed result.
+  rc, stdout and stderr, which the engine puts into the failed result;
+* on request (``timeout=``), a time bound: the command runs under coreutils ``timeout`` in a
+  process group of its own, which is killed whole when the time is up (:class:`CommandTimeout`);
+  and (``errors="replace"``) output that is not UTF-8 decoded with U+FFFD in place of the bad
+  bytes, for text that only goes into results (a reason someone typed), never back into a command.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import time
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (  # noqa: F401 (re-exported)
     CommandError,
@@ -25,6 +30,21 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (
 )
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
+# After the time bound, a command that ignores SIGTERM gets SIGKILL this many seconds later.
+KILL_AFTER = 2
+# coreutils timeout's exit status when it stopped the command (TERM, or KILL after KILL_AFTER).
+TIMEOUT_RCS = (124, 137)
+
+
+class CommandTimeout(CommandError):
+    """A command ran past its time bound and was killed with its process group."""
+
+    def __init__(self, result, timeout):
+        super(CommandTimeout, self).__init__(
+            result, "%s did not finish within %s s and was killed" % (" ".join(result.cmd), timeout))
+        self.timeout = timeout
+        self.details["timeout"] = timeout
+        self.details["timed_out"] = True
 
 
 class CommandResult:
@@ -63,8 +83,13 @@ class CommandRunner:
     def has(self, tool):
         return self.find(tool) is not None
 
-    def run(self, argv, check=True, ok_rcs=(0,), data=None):
-        """Run ``argv``; raise :class:`CommandError` unless rc is in ``ok_rcs`` (or check=False)."""
+    def run(self, argv, check=True, ok_rcs=(0,), data=None, timeout=None, errors=None, environ=None):
+        """Run ``argv``; raise :class:`CommandError` unless rc is in ``ok_rcs`` (or check=False).
+
+        ``timeout`` (seconds): the command and everything it started are killed when it runs
+        longer, and :class:`CommandTimeout` is raised whatever ``check`` says.  ``errors``: how
+        undecodable output is decoded (``"replace"``; default Ansible's, surrogate escapes).
+        ``environ``: extra environment variables (the C locale is always set)."""
         if isinstance(argv, str) or not argv:
             raise TypeError("CommandRunner.run takes a non-empty argv list, got %r" % (argv,))
         argv = [str(arg) for arg in argv]
@@ -72,16 +97,30 @@ class CommandRunner:
         if binary is None:
             raise ToolNotFound(argv[0])
         full = [binary] + argv[1:]
+        spawn = full
+        if timeout is not None:
+            killer = self.find("timeout")
+            if killer is None:
+                raise ToolNotFound("timeout")
+            # timeout puts itself and the command in a new process group and signals the group
+            spawn = [killer, "--kill-after=%d" % KILL_AFTER, "%ds" % timeout] + full
+        env = dict(C_LOCALE)
+        env.update(environ or {})
+        extra = dict(errors=errors) if errors else {}
+        started = time.time()
         rc, stdout, stderr = self.module.run_command(
-            full,
+            spawn,
             check_rc=False,
             data=data,
-            environ_update=dict(C_LOCALE),
+            environ_update=env,
             expand_user_and_vars=False,
+            **extra
         )
         result = CommandResult(full, rc, stdout, stderr)
         self.history.append(full)
         self.commands.append(" ".join(argv))
+        if timeout is not None and rc in TIMEOUT_RCS and time.time() - started >= timeout:
+            raise CommandTimeout(result, timeout)
         if check and rc not in ok_rcs:
             raise CommandError(result)
         return result

@@ -15,6 +15,11 @@ pasting them into the line, so a reason cannot change what runs.
   reason is then known from ``drain``'s effect only through ``state``), and a drain by someone
   else cannot be recognised: say so in the site's runbook.
 * ``reboot`` (optional): asks the scheduler to reboot the node when idle.
+
+Every command runs under a time bound (``timeout``, rdmaops_scheduler_timeout): one that runs
+longer is killed with its process group (``/bin/sh`` and whatever it started, unless that left
+the group itself) and the module fails naming it.  What a command prints is decoded with U+FFFD
+for bytes that are not UTF-8.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,10 +27,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner, CommandTimeout
 from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import (
+    COMMAND_TIMEOUT,
     NodeState,
     SchedulerUnavailable,
     check_node_names,
+    timeout_source,
 )
 
 COMMANDS = ("busy", "drain", "resume", "state", "reboot")
@@ -33,10 +41,14 @@ STATES = ("available", "drained", "down")
 
 
 class CommandBackend:
+    """``runner``: the run's CommandRunner (an AnsibleModule is wrapped in one); ``timeout``: the
+    seconds each command may run."""
+
     name = "command"
 
-    def __init__(self, module, commands):
-        self.module = module
+    def __init__(self, runner, commands, timeout=COMMAND_TIMEOUT):
+        self.runner = runner if isinstance(runner, CommandRunner) else CommandRunner(runner)
+        self.timeout = timeout
         self.commands = dict((key, value) for key, value in (commands or {}).items() if value)
         unknown = sorted(set(self.commands) - set(COMMANDS))
         if unknown:
@@ -53,12 +65,24 @@ class CommandBackend:
                                  option="rdmaops_scheduler_commands")
         self.ran = []
 
-    def _run(self, key, node, reason=""):
+    def _run(self, key, node, reason="", timeout=None):
         line = self.commands[key]
+        bound = timeout or self.timeout
         self.ran.append("%s (RDMAOPS_NODE=%s)" % (line, node))
-        rc, out, err = self.module.run_command(
-            ["/bin/sh", "-c", line], check_rc=False,
-            environ_update=dict(RDMAOPS_NODE=node, RDMAOPS_REASON=reason, LANG="C", LC_ALL="C"))
+        try:
+            done = self.runner.run(["/bin/sh", "-c", line], check=False, timeout=bound, errors="replace",
+                                   environ=dict(RDMAOPS_NODE=node, RDMAOPS_REASON=reason))
+        except CommandTimeout as exc:
+            details = dict(exc.details, cmd=line, node=node)
+            if key not in ("busy", "state"):
+                details["left_changed"] = "unknown"
+            raise SchedulerUnavailable(
+                "the scheduler's %s command for %s did not finish within %d s (%s) and was killed with its "
+                "process group: %s; %s" % (
+                    key, node, bound, timeout_source(bound, self.timeout), line,
+                    "nothing was drained or changed" if key in ("busy", "state") else
+                    "whether it took effect is unknown, and nothing further was changed"), **details)
+        rc, out, err = done.rc, done.stdout, done.stderr
         if rc != 0:
             raise SchedulerUnavailable(
                 "the scheduler's %s command failed for %s (rc=%d): %s; nothing further was drained or changed"
@@ -66,13 +90,19 @@ class CommandBackend:
                 cmd=line, rc=rc, stdout=out, stderr=err, node=node)
         return out
 
-    def query(self, nodes):
+    def read(self, nodes, timeout=None):
+        """``{name: NodeState}`` of ``nodes``: the site's commands read one node at a time, so there
+        is no reading of every node at once."""
+        return self.query(nodes, timeout)
+
+    def query(self, nodes, timeout=None):
         result = {}
         for node in check_node_names(nodes):
-            jobs = [line.strip() for line in self._run("busy", node).splitlines() if line.strip()]
+            jobs = [line.strip() for line in self._run("busy", node, timeout=timeout).split("\n") if line.strip()]
             state, reason = "available", None
             if self.commands.get("state"):
-                said = self._run("state", node).strip()
+                # the first line only: a reason cannot go on to a second
+                said = self._run("state", node, timeout=timeout).strip().split("\n")[0].strip()
                 state, _sep, reason = said.partition(" ")
                 if state not in STATES:
                     raise RdmaopsError("the scheduler's state command printed %r for %s: it must print one of %s, "

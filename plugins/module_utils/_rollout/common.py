@@ -16,6 +16,9 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import I
 #: Every drain reason the rollout writes starts with this, and only such drains are ever resumed.
 REASON_PREFIX = "rdmaops.roce:"
 REASON_MAX = 200
+#: Seconds any one scheduler command (Slurm's client tools, a site's command) may run before it is
+#: killed with its process group (rdmaops_scheduler_timeout, the module's command_timeout).
+COMMAND_TIMEOUT = 60
 # A node name as schedulers spell them: a host name, no list or range syntax, no spaces.
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _COUNT = re.compile(r"[0-9]{1,6}")
@@ -29,7 +32,8 @@ class SchedulerUnavailable(RdmaopsError):
 class NodeState:
     """One node as the scheduler reports it."""
 
-    __slots__ = ("name", "state", "flags", "reason", "reason_user", "busy", "drained", "out_of_service", "jobs")
+    __slots__ = ("name", "state", "flags", "reason", "reason_user", "busy", "drained", "out_of_service", "jobs",
+                 "listed")
 
     def __init__(self, name, state, flags=None, reason=None, reason_user=None, busy=False, drained=False,
                  out_of_service=False, jobs=None):
@@ -42,16 +46,49 @@ class NodeState:
         self.drained = drained
         self.out_of_service = out_of_service
         self.jobs = list(jobs or [])
+        # How many times the scheduler listed the node in one read (more than once: see merge).
+        self.listed = 1
 
     @property
     def ours(self):
         """Drained by a rollout (our reason), so a rollout may resume it."""
         return self.drained and is_our_reason(self.reason)
 
+    @property
+    def foreign(self):
+        """Out of service for someone else: drained with a reason that is not ours (or with none
+        we could read), or down, failed or in maintenance with a reason that is not ours (an admin's,
+        Slurm's own "Not responding").  A rollout never rewrites such a reason, never resumes the
+        node and never asks the scheduler to reboot it (which would bring it back)."""
+        if is_our_reason(self.reason):
+            return False
+        return self.drained or (self.out_of_service and bool(self.reason))
+
+    def merge(self, other):
+        """The same node listed again in one read (a node in two partitions, a line a reason with
+        a line break forged): never idle, and out of service or drained if either listing says so.
+        The reason kept is one that is not ours when either listing has one: two listings never
+        make a node look drained by a rollout (and so resumable) unless both say so."""
+        self.listed += 1
+        self.busy = True
+        self.drained = self.drained or other.drained
+        self.out_of_service = self.out_of_service or other.out_of_service
+        self.flags = self.flags + [flag for flag in other.flags if flag not in self.flags]
+        if other.reason is None or other.reason == self.reason:
+            pass
+        elif self.reason is None or (is_our_reason(self.reason) and not is_our_reason(other.reason)):
+            self.reason, self.reason_user = other.reason, other.reason_user
+        elif is_our_reason(self.reason):
+            # two different reasons of ours: neither is trusted to be the node's
+            self.reason, self.reason_user = "listed twice with different reasons: %s / %s" % (self.reason, other.reason), None
+        if other.state != self.state:
+            self.state = "%s/%s" % (self.state, other.state)
+        return self
+
     def as_dict(self):
         return dict(name=self.name, state=self.state, flags=self.flags, reason=self.reason,
                     reason_user=self.reason_user, busy=self.busy, drained=self.drained,
-                    out_of_service=self.out_of_service, ours=self.ours, jobs=self.jobs)
+                    out_of_service=self.out_of_service, ours=self.ours, foreign=self.foreign, jobs=self.jobs)
 
 
 def is_our_reason(reason):
@@ -63,6 +100,34 @@ def our_reason(text):
     text = " ".join(str(text).split())
     reason = "%s %s" % (REASON_PREFIX, text)
     return reason if len(reason) <= REASON_MAX else reason[:REASON_MAX - 3] + "..."
+
+
+def select_nodes(states, nodes, option="rdmaops_slurm_node_name"):
+    """``{name: NodeState}`` for ``nodes``, in their order, out of one read of more nodes (a run
+    reads the scheduler once and every later decision picks its nodes from that read).  A node the
+    read does not list is refused, naming ``option``."""
+    missing = [name for name in nodes if name not in states]
+    if missing:
+        raise InputError("the scheduler does not list the node%s %s: set rdmaops_slurm_node_name to the node's "
+                         "name in the scheduler" % ("s" if len(missing) > 1 else "", ", ".join(missing)),
+                         option=option, unknown=missing)
+    return dict((name, states[name]) for name in nodes)
+
+
+def timeout_source(bound, timeout):
+    """What set a command's time bound, for a message: the scheduler timeout, or the end of a wait."""
+    return "rdmaops_scheduler_timeout" if bound == timeout else "what was left of the wait for jobs to end"
+
+
+def command_timeout(value, option="command_timeout"):
+    """The time bound of one scheduler command: whole seconds, at least 1."""
+    text = value.strip() if isinstance(value, str) else value
+    if isinstance(text, str) and _COUNT.fullmatch(text):
+        text = int(text)
+    if isinstance(text, bool) or not isinstance(text, int) or text < 1:
+        raise InputError("%s is %r: give the seconds one scheduler command may run before it is killed, a whole "
+                         "number of at least 1 (default %d)" % (option, value, COMMAND_TIMEOUT), option=option)
+    return text
 
 
 def check_node_names(nodes, option="nodes"):

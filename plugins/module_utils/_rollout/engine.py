@@ -8,7 +8,9 @@ through the engine protocol (read -> plan -> apply -> re-read), so check mode ch
 the scheduler and predicts, and a run that stops part-way says which nodes it already drained.
 Two rules hold whatever the play asks:
 
-* a node drained by someone else (a reason not ours) is never resumed, nor its reason rewritten;
+* a node out of service for someone else (drained, or down with a reason not ours) is never
+  resumed, nor its reason rewritten, nor handed to the scheduler for a reboot (which would bring
+  it back in service): it is reported in ``foreign``, and a reboot it still needs in a warning;
 * at most ``max_unavailable`` nodes of the ``pool`` are out of service at once, counting every
   node already drained or down for any reason: nodes beyond it are ``deferred``, untouched.
   Several runs may drain at the same moment (job slices, two operators), so after a drain the pool
@@ -22,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import random
 import time
 
@@ -29,7 +32,10 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import E
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.command import CommandBackend
 from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import (
+    COMMAND_TIMEOUT,
+    REASON_PREFIX,
     check_node_names,
+    command_timeout,
     drain_capacity,
     is_our_reason,
     max_unavailable_count,
@@ -40,10 +46,22 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.slurm import
 ACTIONS = ("query", "wait_idle", "drain", "resume", "set_reason", "reboot")
 
 
+# A read while waiting for jobs to end is bounded by what is left of the wait, but never below this.
+MIN_WAIT_READ = 5
+
+
 def backend_for(ctx, params):
+    timeout = command_timeout(params.get("command_timeout", COMMAND_TIMEOUT))
     if params.get("backend") == "command":
-        return CommandBackend(ctx.module, params.get("commands"))
-    return SlurmBackend(ctx.runner)
+        return CommandBackend(ctx.runner, params.get("commands"), timeout=timeout)
+    return SlurmBackend(ctx.runner, timeout=timeout)
+
+
+def _wait_read(backend, nodes, deadline):
+    """One read while waiting: within the command timeout, and within what is left of the wait (at
+    least MIN_WAIT_READ s), so a scheduler that hangs never holds wait_idle long past its timeout."""
+    left = max(MIN_WAIT_READ, int(math.ceil(deadline - time.time())))
+    return backend.query(nodes, timeout=min(backend.timeout, left))
 
 
 def _nodes(params):
@@ -63,18 +81,21 @@ def gather(ctx, params):
     backend = backend_for(ctx, params)
     nodes = _nodes(params)
     pool = check_node_names(params.get("pool") or nodes, option="pool")
-    states = backend.query(list(dict.fromkeys(nodes + pool)))
+    deadline = time.time() + params["timeout"]
+    if params["action"] == "wait_idle":
+        states = _wait_read(backend, list(dict.fromkeys(nodes + pool)), deadline)
+    else:
+        states = backend.query(list(dict.fromkeys(nodes + pool)))
     result = dict(nodes=_report(states), backend=backend.name)
     if params.get("max_unavailable") is not None:
         limit = max_unavailable_count(params["max_unavailable"], len(pool))
         free, unavailable = drain_capacity(dict((n, states[n]) for n in pool), limit)
         result.update(max_unavailable=limit, unavailable=unavailable, capacity=free)
     if params["action"] == "wait_idle":
-        waited, deadline = 0, time.time() + params["timeout"]
         busy = [name for name in nodes if states[name].busy]
         while busy and not ctx.check_mode and time.time() < deadline:
             time.sleep(min(params["poll_interval"], max(0.0, deadline - time.time())))
-            states = backend.query(nodes)
+            states = _wait_read(backend, nodes, deadline)
             busy = [name for name in nodes if states[name].busy]
         waited = params["timeout"] - max(0, int(deadline - time.time())) if not ctx.check_mode else 0
         result.update(nodes=_report(states), idle=[n for n in nodes if not states[n].busy], busy=busy,
@@ -119,7 +140,7 @@ class SchedulerChange(Engine):
             free, self.unavailable = drain_capacity(dict((n, self.before[n]) for n in self.pool), self.limit)
         for name in self.nodes:
             state = self.before[name]
-            if state.drained and not state.ours:
+            if state.foreign:
                 # Out of service already, for someone else's reason: ours would overwrite theirs.
                 self.foreign.append(name)
                 continue
@@ -140,7 +161,7 @@ class SchedulerChange(Engine):
     def _plan_set_reason(self, plan):
         for name in self.nodes:
             state = self.before[name]
-            if state.drained and not state.ours:
+            if state.foreign:
                 self.foreign.append(name)
                 continue
             if state.reason == self.reason and state.drained:
@@ -166,6 +187,15 @@ class SchedulerChange(Engine):
     def _plan_reboot(self, plan):
         for name in self.nodes:
             state = self.before[name]
+            if state.foreign:
+                # Someone else's drain (or down): a reboot with nextstate=RESUME would bring the node
+                # back, and a reason of ours would replace theirs. Left exactly as it is, and said.
+                self.foreign.append(name)
+                self.ctx.warn("%s was not handed to the scheduler for a reboot: it is out of service for someone "
+                              "else (%s, reason %r), and keeps that reason and stays out of service. It still needs "
+                              "a reboot for: %s; reboot it when their work is done, then run the rollout again"
+                              % (name, state.state.lower(), state.reason, self.reason[len(REASON_PREFIX):].strip()))
+                continue
             if "REBOOT_REQUESTED" in state.flags or "REBOOT_ISSUED" in state.flags:
                 continue
             self.acted.append(name)

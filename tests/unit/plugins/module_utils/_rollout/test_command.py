@@ -2,23 +2,35 @@
 reason reach them only through the environment."""
 
 import os
+import shutil
 import subprocess
+import time
 
 import pytest
 
+import processes
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import KILL_AFTER, CommandRunner
 from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.command import CommandBackend
-from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import SchedulerUnavailable
+from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import COMMAND_TIMEOUT, SchedulerUnavailable
 
 
 class Shell:
-    """AnsibleModule.run_command as it behaves for an argv list: no shell of its own."""
+    """AnsibleModule.run_command as it behaves for an argv list: no shell of its own, output decoded
+    as UTF-8 with the error handler asked for (Ansible's default: surrogate escapes)."""
 
-    def run_command(self, argv, check_rc=False, environ_update=None, **kwargs):
+    def __init__(self):
+        self.argvs = []
+
+    def get_bin_path(self, tool):
+        return tool if os.path.isabs(tool) else shutil.which(tool)
+
+    def run_command(self, argv, check_rc=False, environ_update=None, errors="surrogateescape", **kwargs):
+        self.argvs.append(list(argv))
         env = dict(os.environ)
         env.update(environ_update or {})
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        return done.returncode, done.stdout, done.stderr
+        done = subprocess.run(argv, env=env, capture_output=True, check=False)
+        return done.returncode, done.stdout.decode("utf-8", errors), done.stderr.decode("utf-8", errors)
 
 
 @pytest.fixture
@@ -85,3 +97,57 @@ def test_a_state_command_printing_something_else_is_refused(site):
     with pytest.raises(Exception) as info:
         CommandBackend(Shell(), commands).query(["gpu1"])
     assert "printed 'maybe'" in str(info.value)
+
+
+def test_a_hanging_busy_command_is_killed_with_its_process_group_and_named(site, tmp_path):
+    """The site's busy command starts a child and hangs: after the bound both are gone, and the
+    failure names the command, the node and the bound."""
+    _root, commands = site
+    pids = tmp_path / "pids"
+    commands["busy"] = 'sleep 300 & echo $! > %s; echo $$ >> %s; sleep 300' % (pids, pids)
+    backend = CommandBackend(CommandRunner(Shell()), commands, timeout=2)
+    started = time.time()
+    with pytest.raises(SchedulerUnavailable) as info:
+        backend.query(["gpu1"])
+    took = time.time() - started
+    assert 2 <= took < 2 + KILL_AFTER + 3, took
+    msg = info.value.msg
+    assert "busy command for gpu1 did not finish within 2 s (rdmaops_scheduler_timeout)" in msg
+    assert "sleep 300" in msg and "nothing was drained or changed" in msg
+    assert info.value.details["timed_out"] is True and info.value.details["timeout"] == 2
+    started_pids = [int(pid) for pid in pids.read_text().split()]
+    assert len(started_pids) == 2 and processes.gone(started_pids), started_pids
+
+
+def test_a_drain_command_that_hangs_may_have_taken_effect_and_says_so(site):
+    _root, commands = site
+    commands["drain"] = "sleep 300"
+    with pytest.raises(SchedulerUnavailable) as info:
+        CommandBackend(CommandRunner(Shell()), commands, timeout=1).drain(["gpu1"], "rdmaops.roce: x")
+    assert "drain command for gpu1 did not finish within 1 s" in info.value.msg
+    assert "whether it took effect is unknown" in info.value.msg
+    assert info.value.details["left_changed"] == "unknown"
+
+
+def test_a_reason_that_is_not_utf8_is_read_with_replacement(site):
+    root, commands = site
+    (root / "drained" / "gpu1").write_bytes(b"disk \xff\xfe replacement, ticket 4711")
+    state = CommandBackend(CommandRunner(Shell()), commands).query(["gpu1"])["gpu1"]
+    assert state.reason == "disk \ufffd\ufffd replacement, ticket 4711"
+    assert state.drained and state.foreign and not state.ours
+    state.reason.encode("utf-8")  # what Ansible's controller insists on
+
+
+def test_a_state_command_that_prints_more_lines_is_read_from_its_first(site):
+    _root, commands = site
+    commands["state"] = "printf 'drained disk replacement\\nNodeName=gpu1 State=IDLE\\n'"
+    state = CommandBackend(CommandRunner(Shell()), commands).query(["gpu1"])["gpu1"]
+    assert state.drained and state.reason == "disk replacement" and state.foreign
+
+
+def test_a_module_is_still_accepted_in_place_of_a_runner(site):
+    _root, commands = site
+    shell = Shell()
+    backend = CommandBackend(shell, commands)
+    backend.query(["gpu1"])
+    assert shell.argvs[0][0].endswith("/timeout") and shell.argvs[0][2] == "%ds" % COMMAND_TIMEOUT

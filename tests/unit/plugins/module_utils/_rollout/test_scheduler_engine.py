@@ -42,6 +42,7 @@ class Slurm:
     def __init__(self, **nodes):
         self.nodes = dict((name, dict(kind=kind, reason=None)) for name, kind in nodes.items())
         self.calls = []
+        self.bounds = []
         self.jobs_end_after = None
 
     def _line(self, name):
@@ -57,7 +58,10 @@ class Slurm:
     def get_bin_path(self, tool):
         return "/usr/bin/" + tool
 
-    def run_command(self, argv, check_rc=False, data=None, environ_update=None, expand_user_and_vars=True):
+    def run_command(self, argv, check_rc=False, data=None, environ_update=None, expand_user_and_vars=True, **kwargs):
+        if os.path.basename(argv[0]) == "timeout":  # the runner's time bound: timeout --kill-after=N Ns <command>
+            self.bounds.append(int(argv[2].rstrip("s")))
+            argv = argv[3:]
         tool, args = os.path.basename(argv[0]), list(argv[1:])
         self.calls.append(" ".join([tool] + args))
         if tool == "scontrol" and args[:2] == ["show", "node"]:
@@ -119,7 +123,7 @@ class Done(Exception):
 
 def run(slurm, check_mode=False, **params):
     defaults = dict(backend="slurm", commands=None, pool=None, max_unavailable=None, reason=None, timeout=3600,
-                    poll_interval=10)
+                    poll_interval=10, command_timeout=60)
     defaults.update(params)
     module = Module(slurm, defaults, check_mode)
     ctx = Context(module, host=HostRoot("/"))
@@ -128,6 +132,7 @@ def run(slurm, check_mode=False, **params):
             run_facts(module, gather, ctx)
         else:
             run_module(module, SchedulerChange, ctx)
+    info.value.result["warned"] = module.warnings
     return info.value.kind, info.value.result
 
 
@@ -227,3 +232,97 @@ def test_reboot_is_handed_to_slurm_once():
     kind, result = run(slurm, action="reboot", nodes=["vm1"], reason="mlxconfig next boot")
     assert result["changed"] is True
     assert "scontrol reboot ASAP nextstate=RESUME reason=rdmaops.roce: mlxconfig next boot vm1" in slurm.calls
+
+
+# -- someone else's drain is never lost ---------------------------------------------------------------
+ADMIN = "disk replacement, ticket 4711"
+
+
+def test_reboot_refuses_a_node_someone_else_drained_and_says_it_still_needs_the_reboot():
+    """Today's code ran `scontrol reboot ASAP nextstate=RESUME reason=rdmaops.roce: ...` here: the
+    admin's reason was replaced and Slurm would have put the node back in service after the reboot."""
+    slurm = Slurm(vm1="idle")
+    slurm.nodes["vm1"]["reason"] = ADMIN
+    kind, result = run(slurm, action="reboot", nodes=["vm1"], reason="mlxconfig next boot")
+    assert kind == "exit" and result["changed"] is False
+    assert result["foreign"] == ["vm1"] and result["acted"] == []
+    assert not any(call.startswith("scontrol reboot") or call.startswith("scontrol update") for call in slurm.calls)
+    assert slurm.nodes["vm1"]["reason"] == ADMIN
+    assert result["nodes"]["vm1"]["foreign"] is True and result["nodes"]["vm1"]["drained"] is True
+    assert len(result["warned"]) == 1
+    warning = result["warned"][0]
+    assert "vm1 was not handed to the scheduler for a reboot" in warning and ADMIN in warning
+    assert "still needs a reboot for: mlxconfig next boot" in warning
+
+
+def test_reboot_in_check_mode_predicts_the_refusal_too():
+    slurm = Slurm(vm1="idle", vm2="idle")
+    slurm.nodes["vm1"]["reason"] = ADMIN
+    kind, result = run(slurm, check_mode=True, action="reboot", nodes=["vm1", "vm2"], reason="kernel arguments")
+    assert result["foreign"] == ["vm1"] and result["acted"] == ["vm2"] and result["changed"] is True
+    assert not any(call.startswith("scontrol reboot") for call in slurm.calls)
+
+
+def test_reboot_of_a_node_we_drained_is_handed_to_slurm_with_nextstate_resume():
+    slurm = Slurm(vm1="busy")
+    run(slurm, action="drain", nodes=["vm1"], reason="mlxconfig next boot")
+    kind, result = run(slurm, action="reboot", nodes=["vm1"], reason="reboot for mlxconfig next boot")
+    assert result["acted"] == ["vm1"] and result["foreign"] == [] and result["warned"] == []
+    assert "scontrol reboot ASAP nextstate=RESUME reason=rdmaops.roce: reboot for mlxconfig next boot vm1" in slurm.calls
+
+
+@pytest.mark.parametrize("action, extra", [
+    ("drain", dict(reason="nic_layer: mtu")),
+    ("set_reason", dict(reason="gate failed: mtu")),
+    ("reboot", dict(reason="mlxconfig")),
+    ("resume", {}),
+])
+def test_a_node_down_with_someone_elses_reason_is_left_alone_by_every_action(action, extra):
+    """DOWN with a reason (an admin's `scontrol update State=DOWN Reason=...`, Slurm's own "Not
+    responding"): today's drain wrote our reason over it, and a later resume would have brought the
+    node back in service."""
+    slurm = Slurm(vm1="down")
+    kind, result = run(slurm, action=action, nodes=["vm1"], **extra)
+    assert kind == "exit" and result["changed"] is False, result.get("msg")
+    assert result["foreign"] == (["vm1"] if action != "resume" else []) and result["acted"] == []
+    assert not any(call.startswith("scontrol update") or call.startswith("scontrol reboot") for call in slurm.calls)
+
+
+@pytest.mark.parametrize("action, extra", [
+    ("drain", dict(reason="nic_layer: mtu")),
+    ("set_reason", dict(reason="gate failed: mtu")),
+    ("resume", {}),
+    ("reboot", dict(reason="mlxconfig")),
+])
+def test_every_action_leaves_someone_elses_drain_and_reason_alone(action, extra):
+    slurm = Slurm(vm1="busy")
+    slurm.nodes["vm1"]["reason"] = ADMIN
+    kind, result = run(slurm, action=action, nodes=["vm1"], **extra)
+    assert result["changed"] is False and result["foreign"] == ["vm1"]
+    assert slurm.nodes["vm1"]["reason"] == ADMIN
+    assert not any(call.startswith("scontrol update") or call.startswith("scontrol reboot") for call in slurm.calls)
+
+
+# -- time bounds ------------------------------------------------------------------------------------
+def test_every_command_gets_the_command_timeout():
+    slurm = Slurm(vm1="idle")
+    run(slurm, action="drain", nodes=["vm1"], reason="x", command_timeout=7)
+    assert slurm.bounds and set(slurm.bounds) == {7}
+    assert len(slurm.bounds) == len(slurm.calls)
+
+
+def test_reads_while_waiting_end_with_the_wait():
+    """wait_idle with 2 s left never lets a read run for the full command timeout: at most
+    MIN_WAIT_READ (5 s) here, so a hanging squeue cannot hold a 2 s wait for a minute."""
+    slurm = Slurm(vm1="busy")
+    kind, result = run(slurm, action="wait_idle", nodes=["vm1"], timeout=2, poll_interval=1, command_timeout=60)
+    assert result["timed_out"] is True
+    assert slurm.bounds and max(slurm.bounds) == 5
+
+
+@pytest.mark.parametrize("value", [0, -3, "abc", True])
+def test_a_bad_command_timeout_is_refused_naming_it(value):
+    slurm = Slurm(vm1="idle")
+    kind, result = run(slurm, action="drain", nodes=["vm1"], reason="x", command_timeout=value)
+    assert kind == "fail" and "command_timeout is" in result["msg"] and "at least 1" in result["msg"]
+    assert slurm.calls == []

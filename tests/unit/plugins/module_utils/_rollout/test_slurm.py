@@ -3,12 +3,14 @@
 vm2 points at a port nothing listens on, so Slurm reports it down)."""
 
 import os
+import re
 
 import pytest
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
 from ansible_collections.rdmaops.roce.plugins.module_utils._rollout import slurm
-from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import SchedulerUnavailable
+from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import SchedulerUnavailable, select_nodes
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "slurm")
 
@@ -81,16 +83,26 @@ def test_node_lists_as_squeue_prints_them(text, names):
 
 
 # -- the backend against a replay of those outputs ---------------------------------------------------
+def unwrap(argv):
+    """The command under the runner's time bound (``timeout --kill-after=N Ns <command>``) and
+    the bound in seconds (None when it ran without one)."""
+    if os.path.basename(argv[0]) == "timeout":
+        return list(argv[3:]), int(argv[2].rstrip("s"))
+    return list(argv), None
+
+
 class Replay:
     """scontrol and squeue answering from the fixtures, in the order a rollout meets them."""
 
     def __init__(self, show, squeue="squeue_empty.txt", rc=0):
-        self.show, self.squeue, self.rc, self.calls = show, squeue, rc, []
+        self.show, self.squeue, self.rc, self.calls, self.bounds = show, squeue, rc, [], []
 
     def get_bin_path(self, tool):
         return "/usr/bin/" + tool
 
-    def run_command(self, argv, check_rc=False, data=None, environ_update=None, expand_user_and_vars=True):
+    def run_command(self, argv, check_rc=False, data=None, environ_update=None, expand_user_and_vars=True, **kwargs):
+        argv, bound = unwrap(argv)
+        self.bounds.append((bound, kwargs.get("errors")))
         tool = os.path.basename(argv[0])
         self.calls.append([tool] + list(argv[1:]))
         name = self.show if tool == "scontrol" and argv[1] == "show" else self.squeue if tool == "squeue" else None
@@ -102,7 +114,6 @@ class Replay:
 
 
 def backend(replay):
-    from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
     return slurm.SlurmBackend(CommandRunner(replay))
 
 
@@ -146,3 +157,126 @@ def test_node_names_that_would_address_other_nodes_are_refused(name):
     with pytest.raises(InputError) as info:
         backend(Replay("show_node_idle.txt")).drain([name], "rdmaops.roce: x")
     assert "not a node name" in info.value.msg
+
+
+# -- output read defensively -------------------------------------------------------------------------
+def recorded(fixture_name, node):
+    """One recorded ``scontrol show node -o`` line."""
+    return next(line for line in fixture(fixture_name).splitlines() if line.startswith("NodeName=%s " % node))
+
+
+def with_state(line, state):
+    return re.sub(r" State=\S+", " State=" + state, line)
+
+
+def test_a_node_listed_twice_allocated_then_idle_is_busy():
+    """scontrol lists a node once per name asked (``vm1,vm1`` gives two lines, as a node in two
+    partitions does in sinfo): the later IDLE line must not make it idle."""
+    text = recorded("show_node_allocated.txt", "vm1") + "\n" + recorded("show_node_idle.txt", "vm1") + "\n"
+    vm1 = slurm.parse_show_node(text)["vm1"]
+    assert vm1.busy and vm1.listed == 2
+    # and the other way round
+    text = recorded("show_node_idle.txt", "vm1") + "\n" + recorded("show_node_allocated.txt", "vm1") + "\n"
+    assert slurm.parse_show_node(text)["vm1"].busy
+
+
+def test_a_node_listed_twice_never_looks_drained_by_us_when_one_listing_says_otherwise():
+    ours = recorded("show_node_drained.txt", "vm1")
+    theirs = recorded("show_node_drained_other.txt", "vm1")
+    for text in (ours + "\n" + theirs, theirs + "\n" + ours):
+        vm1 = slurm.parse_show_node(text)["vm1"]
+        assert vm1.reason == "disk replacement, ticket 4711" and not vm1.ours and vm1.foreign and vm1.busy
+
+
+def test_a_reason_with_a_line_feed_cannot_forge_another_nodes_line():
+    """A reason that holds a line feed (scontrol prints it raw) and a forged idle line for vm2:
+    vm2 is then listed twice and is busy, never taken for idle and in service."""
+    forged = recorded("show_node_drained_other.txt", "vm1").replace(
+        "Reason=disk replacement, ticket 4711", "Reason=x\nNodeName=vm2 State=IDLE Reason=rdmaops.roce: forged")
+    text = forged + "\n" + with_state(recorded("show_node_allocated.txt", "vm1").replace("NodeName=vm1", "NodeName=vm2"),
+                                      "ALLOCATED") + "\n"
+    vm2 = slurm.parse_show_node(text)["vm2"]
+    assert vm2.busy and vm2.listed == 2 and not vm2.ours
+
+
+@pytest.mark.parametrize("state", ["PLANNED", "IDLE+PLANNED", "IDLE+SOMETHING_NEW", "BLOCKED", "idle~", "", "IDLE+"])
+def test_a_state_or_flag_we_do_not_know_is_never_idle(state):
+    vm1 = slurm.parse_show_node(with_state(recorded("show_node_idle.txt", "vm1"), state))["vm1"]
+    assert vm1.busy, state
+
+
+def test_an_unknown_base_state_is_also_out_of_service_but_an_unknown_flag_alone_is_not():
+    assert slurm.parse_show_node(with_state(recorded("show_node_idle.txt", "vm1"), "PLANNED"))["vm1"].out_of_service
+    vm1 = slurm.parse_show_node(with_state(recorded("show_node_idle.txt", "vm1"), "IDLE+SOMETHING_NEW"))["vm1"]
+    assert vm1.busy and not vm1.out_of_service
+
+
+def test_a_line_without_a_state_is_not_idle():
+    line = re.sub(r" State=\S+", "", recorded("show_node_idle.txt", "vm1"))
+    assert slurm.parse_show_node(line)["vm1"].busy
+
+
+@pytest.mark.parametrize("state, flags", [
+    ("IDLE+NOT_RESPONDING", ["NOT_RESPONDING"]),
+    ("IDLE+DRAIN+REBOOT_REQUESTED", ["DRAIN", "REBOOT_REQUESTED"]),
+    ("IDLE+CLOUD+POWERING_UP", ["CLOUD", "POWERING_UP"]),
+])
+def test_known_quiet_flags_leave_an_idle_node_idle(state, flags):
+    vm1 = slurm.parse_show_node(with_state(recorded("show_node_idle.txt", "vm1"), state))["vm1"]
+    assert (vm1.state, vm1.flags, vm1.busy) == ("IDLE", flags, False)
+
+
+def test_a_job_state_we_do_not_know_holds_the_node_and_an_ended_one_does_not():
+    states = slurm.parse_show_node(fixture("show_node_idle.txt"))
+    jobs = slurm.parse_squeue("7|RESIZING|vm1|root|x\n8|COMPLETED|vm2|root|y\n9|PENDING||root|z\n")
+    slurm.attach_jobs(states, jobs)
+    assert states["vm1"].busy and [job["id"] for job in states["vm1"].jobs] == ["7"]
+    assert states["vm2"].jobs == []
+
+
+@pytest.mark.parametrize("nodes, holding", [
+    ("vm[1-2]", ["vm1", "vm2"]),
+    ("vm[2]", ["vm2"]),
+    ("rack[1-2]-n[01-04]", []),
+    ("vm[1-2", ["vm1", "vm2"]),          # not a host list: holds every node asked about
+    ("vm[9-1]", ["vm1", "vm2"]),
+    ("vm[1-999999999999]", ["vm1", "vm2"]),  # answered without building the list
+])
+def test_node_lists_are_matched_without_expanding_and_an_unreadable_one_holds_all(nodes, holding):
+    states = slurm.parse_show_node(fixture("show_node_idle.txt"))
+    slurm.attach_jobs(states, [dict(id="1", state="RUNNING", nodes=nodes, user="u", name="n")])
+    assert sorted(name for name, state in states.items() if state.jobs) == holding
+
+
+def test_multi_dimensional_host_lists():
+    assert slurm.node_list_members("rack[1-2]-n[01-04],login1", ["rack2-n03", "rack3-n01", "rack1-n5", "login1"]) \
+        == ["rack2-n03", "login1"]
+    assert slurm.node_list_members("gpu[007-009,012]", ["gpu008", "gpu8", "gpu012", "gpu010"]) == ["gpu008", "gpu012"]
+
+
+def test_expanding_a_huge_range_stops_at_the_limit():
+    assert len(slurm.expand_simple_list("n[0-999999999]")) == slurm.EXPAND_LIMIT
+    assert slurm.expand_simple_list("n[1-3]", limit=2) == ["n1", "n2"]
+
+
+def test_reading_every_node_once_and_picking_nodes_from_that_read():
+    replay = Replay("show_node_allocated.txt", "squeue_running.txt")
+    states = backend(replay).read()
+    assert replay.calls == [["scontrol", "show", "node", "-o"], ["squeue", "-h", "-o", slurm.SQUEUE_FORMAT]]
+    assert set(states) == {"vm1", "vm2"} and states["vm1"].jobs
+    picked = select_nodes(states, ["vm2", "vm1"])
+    assert list(picked) == ["vm2", "vm1"]
+    with pytest.raises(InputError) as info:
+        select_nodes(states, ["vm1", "vm9"])
+    assert "vm9" in info.value.msg and info.value.details["unknown"] == ["vm9"]
+
+
+def test_every_command_runs_under_the_time_bound_and_decodes_with_replacement():
+    replay = Replay("show_node_idle.txt")
+    b = slurm.SlurmBackend(CommandRunner(replay), timeout=7)
+    b.query(["vm1"])
+    b.drain(["vm1"], "rdmaops.roce: x")
+    b.reboot(["vm1"], "rdmaops.roce: x")
+    assert replay.bounds == [(7, "replace")] * 4
+    b.query(["vm1"], timeout=3)
+    assert replay.bounds[-2:] == [(3, "replace")] * 2
