@@ -255,8 +255,8 @@ class Checker:
 
     # -- names ---------------------------------------------------------------------------------
     def check_identifier(self, path, line, name):
-        if not IDENT.match(name) or name.startswith("_") or "__" in name:
-            return
+        if not IDENT.match(name) or name.startswith("_") or name.endswith("_") or "__" in name:
+            return  # private names, and prefixes (`rdmaops_`) spoken of as such
         ours = name.startswith(PREFIXES) or re.match(r"^(Roce|Rdmaops)[A-Z][A-Za-z]+$", name)
         if ours:
             if not self.code.knows(name):
