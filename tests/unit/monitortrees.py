@@ -76,7 +76,7 @@ def collect(root, bindirs, snapshot=None):
 def samples(text):
     """{(name, frozenset(labels)): value} of the exposition (the format checked by promtool below)."""
     out = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):  # lines as Prometheus splits them (a \r in a help text is no line break)
         if line.startswith("#") or not line:
             continue
         match = re.fullmatch(r"([a-z0-9_:]+)(?:\{(.*)\})? (\S+)", line)

@@ -26,6 +26,7 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -45,6 +46,12 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks impo
 
 TEXTFILE_NAME = "rdmaops_roce.prom"
 TEXTFILE_MARKER = "Managed by rdmaops.roce (monitor): rdmaops-roce-collector rewrites this file on every run."
+# a sysfs counter's text (without its newline); the kernel's counters are u64
+COUNTER_TEXT = re.compile(r"[0-9]+")
+NEGATIVE_TEXT = re.compile(r"-[0-9]+")
+COUNTER_MAX = (1 << 64) - 1
+# the snapshot's interval, as monitor_collector's option allows it
+INTERVAL_RANGE = (1, 3600)
 # hw_counters entries that are not counters
 NOT_COUNTERS = ("lifespan",)
 # counters/ entries that count 4-byte words (IBA PortCounters PortXmitData / PortRcvData)
@@ -142,13 +149,13 @@ class Collection:
             for name in self.host.listdir(base + "/hw_counters"):
                 if name in NOT_COUNTERS:
                     continue
-                value = _counter(self.host.read(base + "/hw_counters/" + name))
+                value = self._counter(base + "/hw_counters/" + name)
                 if value is not None:
                     help_text = KNOWN_HW.get(name, "An RDMA port counter, as the driver names it")
                     self.out.add(metric_name("hw", _strip_total(name), "total"), "counter",
                                  "%s (hw_counters/%s)" % (help_text, name), value, **labels)
             for name in self.host.listdir(base + "/counters"):
-                value = _counter(self.host.read(base + "/counters/" + name))
+                value = self._counter(base + "/counters/" + name)
                 if value is None:
                     continue
                 if name in WORD_COUNTERS:
@@ -158,6 +165,20 @@ class Collection:
                     short = name[len("port_"):] if name.startswith("port_") else name
                     self.out.add(metric_name("port", _strip_total(short), "total"), "counter",
                                  "RDMA port counters/%s" % name, value, **labels)
+
+    def _counter(self, path):
+        """The counter in the sysfs file ``path``, or None with the file named in
+        ``rdmaops_roce_collector_errors`` (and the run failed): a counter that cannot be read, or
+        reads as something no kernel counter is, is never skipped silently nor exported."""
+        text, errno_name = self.host.read_or_errno(path)
+        value, why = _counter(text) if errno_name is None else (None, "unreadable (%s)" % errno_name)
+        if why is not None:
+            reason = why.split(" ", 1)[0]
+            self.errors.append("counter %s: %s" % (path, why))
+            self.out.add(metric_name("collector_errors"), "gauge",
+                         "1 for each file the last collection could not read as a counter (the reason in the label), "
+                         "left out of the metrics", 1, file=path, reason=reason)
+        return value
 
     def _netdev_counters(self, rdma):
         seen = set()
@@ -292,11 +313,26 @@ def _all_ports(rdma):
 
 
 def _counter(text):
-    try:
-        value = int((text or "").strip())
-    except ValueError:
-        return None  # "N/A", an empty or unreadable attribute: no sample
-    return value if value >= 0 else None
+    """``(value, None)`` for a counter file's text, or ``(None, why)`` (the first word of ``why`` is the
+    reason label: empty, malformed, negative, out_of_range).
+
+    A kernel counter is an unsigned decimal number and a newline (sysfs' ``%llu``), so anything
+    else -- ``12abc``, ``-5``, ``N/A``, nothing -- is an error, not a sample. The bound is the
+    kernel's: its counters are u64, so a value above 2**64-1 cannot come from one; below it, values
+    are exported exactly (Prometheus keeps float64: a byte counter passes 2**53 within days on a
+    400G link, and a counter that coarse is still a counter)."""
+    text = (text or "").rstrip("\n")
+    if not text:
+        return None, "empty (no counter in the file)"
+    if COUNTER_TEXT.fullmatch(text) is None:
+        shown = repr(text[:24]) + ("..." if len(text) > 24 else "")
+        if NEGATIVE_TEXT.fullmatch(text):
+            return None, "negative (%s; counters count up from 0)" % shown
+        return None, "malformed (%s is not an unsigned decimal number)" % shown
+    value = int(text) if len(text) <= 20 else None  # 2**64-1 has 20 digits (and int() of 4300 digits raises)
+    if value is None or value > COUNTER_MAX:
+        return None, "out_of_range (a number of %d digits, above 2**64-1, the largest counter the kernel has)" % len(text)
+    return value, None
 
 
 def _strip_total(name):
@@ -322,21 +358,66 @@ def load_snapshot(host, path):
         return {"_error": "%s is absent" % path}
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return {"_error": "%s is not JSON: %s" % (path, exc)}
     if not isinstance(data, dict) or not isinstance(data.get("intent"), dict):
         return {"_error": "%s holds no intent" % path}
     return data
 
 
+class CollectorError(Exception):
+    """A run that wrote nothing: the metrics file is left as it was (node_exporter keeps its last
+    metrics, and the RoceCollectorDown alert sees their age)."""
+
+
+def check_snapshot(snapshot, path):
+    """Refuse a snapshot whose keys are not what monitor_collector writes (naming the key)."""
+    interval = snapshot.get("interval")
+    low, high = INTERVAL_RANGE
+    if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int) or not low <= interval <= high):
+        raise CollectorError("%s: interval is %s; expected a whole number of seconds from %d to %d (monitor_interval), such "
+                             "as 15: run the monitor role again" % (path, _shown(interval), low, high))
+    host = snapshot.get("host")
+    if host is not None and not (isinstance(host, str) and host.strip() and host.isprintable()):
+        raise CollectorError("%s: host is %s; expected the host's inventory name, such as gpu001: run the monitor role again"
+                             % (path, _shown(host)))
+
+
+def _shown(value):
+    if isinstance(value, str):
+        return repr(value[:40]) + ("..." if len(value) > 40 else "")
+    return json.dumps(value)[:40] if isinstance(value, (bool, int, float, type(None))) else "a %s" % (
+        "list" if isinstance(value, list) else "mapping" if isinstance(value, dict) else "value of another kind")
+
+
+def textfile_path(host, textfile_dir):
+    """The metrics file's path; CollectorError when it is a symlink or not a regular file (the
+    collector runs as root: it writes only its own file, never where a link points)."""
+    path = "%s/%s" % (textfile_dir.rstrip("/"), TEXTFILE_NAME)
+    real = host.path(path)
+    if os.path.islink(real):
+        raise CollectorError("%s is a symlink (to %s); the collector writes only a regular file there: remove the link"
+                             % (path, os.readlink(real)))
+    if os.path.lexists(real) and not os.path.isfile(real):
+        raise CollectorError("%s is not a regular file; the collector writes only a regular file there: remove it" % path)
+    return path
+
+
 def run(snapshot_path, textfile_dir, module=None, clock=time.time):
-    """Collect once and write ``<textfile_dir>/rdmaops_roce.prom`` atomically; return the text."""
+    """Collect once and write ``<textfile_dir>/rdmaops_roce.prom`` atomically; return the text.
+    CollectorError (the file left as it was) for a malformed snapshot or a file it may not write."""
     module = module or CollectorModule()
     ctx = Context(module, host=HostRoot())
-    collection = Collection(ctx, load_snapshot(ctx.host, snapshot_path), clock=clock)
+    path = textfile_path(ctx.host, textfile_dir)
+    snapshot = load_snapshot(ctx.host, snapshot_path)
+    check_snapshot(snapshot, snapshot_path)
+    collection = Collection(ctx, snapshot, clock=clock)
     collection.collect()
     text = collection.out.render()
-    files.write_atomic(ctx.host, "%s/%s" % (textfile_dir.rstrip("/"), TEXTFILE_NAME), text, mode=0o644)
+    try:
+        files.write_atomic(ctx.host, path, text, mode=0o644)
+    except (RdmaopsError, IOError, OSError, ValueError) as exc:
+        raise CollectorError("%s could not be written: %s" % (path, getattr(exc, "msg", None) or exc))
     return text
 
 
@@ -355,7 +436,11 @@ def main(argv=None):
     if not options["--intent"] or not options["--textfile-dir"]:
         sys.stderr.write("usage: rdmaops-roce-collector --intent PATH --textfile-dir DIR [--stdout]\n")
         return 2
-    text = run(options["--intent"], options["--textfile-dir"])
+    try:
+        text = run(options["--intent"], options["--textfile-dir"])
+    except CollectorError as exc:
+        sys.stderr.write("rdmaops-roce-collector: %s; the metrics file was left as it was\n" % exc)
+        return 1
     if to_stdout:
         sys.stdout.write(text)
     return 0

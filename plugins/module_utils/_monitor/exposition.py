@@ -31,12 +31,24 @@ def metric_name(*parts):
     return name.lower()
 
 
+def utf8(value):
+    """``value`` as text that encodes to valid UTF-8: a byte that is not UTF-8 (a name the kernel
+    gave as bytes, read through surrogateescape) and a lone surrogate are written as ``\\xff`` /
+    ``\\udc80`` text; node_exporter refuses a whole file that holds one byte of invalid UTF-8."""
+    text = str(value)
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "backslashreplace")
+    return data.decode("utf-8", "backslashreplace")
+
+
 def _escape(value):
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return utf8(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _help(text):
-    return str(text).replace("\\", "\\\\").replace("\n", "\\n")
+    return utf8(text).replace("\\", "\\\\").replace("\n", "\\n")
 
 
 def _value(value):
@@ -68,7 +80,10 @@ class Family:
         self._seen = set()
 
     def add(self, value, **labels):
-        """One sample; a repeated label set is ignored (the first one read wins)."""
+        """One sample; a repeated label set is ignored (the first one read wins). ValueError for a
+        value that is not a number (before anything is rendered)."""
+        if isinstance(value, str) or not isinstance(value, (bool, int, float)):
+            raise ValueError("%s: the value %s is not a number" % (self.name, utf8(repr(value))[:40]))
         for label in labels:
             if not _LABEL.fullmatch(label) or label.startswith("__"):
                 raise ValueError("%r is not a Prometheus label name" % (label,))
@@ -109,8 +124,8 @@ class Exposition:
         self.family(name, kind, help_text).add(value, **labels)
 
     def comment(self, text):
-        # a comment is one line; "# HELP" and "# TYPE" would be read as metadata
-        text = " ".join(str(text).split())
+        # a comment is one line of valid UTF-8; "# HELP" and "# TYPE" would be read as metadata
+        text = " ".join(utf8(text).split())
         if text.startswith(("HELP ", "TYPE ")):
             text = "- " + text
         self.comments.append("# " + text)
