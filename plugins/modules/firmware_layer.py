@@ -27,7 +27,7 @@ description:
     its next-boot value (set by an earlier run that was not followed by a reboot) makes it C(reboot) too, so a
     capped run (O(max_disruption)) holds the host back for a rollout that drains and reboots it.
   - After a reboot, the values this module set in an earlier boot must be running. If they are not, it fails
-    (O(check_active)): the card's firmware was not reloaded.
+    (see O(check_active)), because the card's firmware was not reloaded.
 author:
   - rdmaops developers (@rdmaops)
 requirements:
@@ -136,6 +136,7 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
 from ansible_collections.rdmaops.roce.plugins.module_utils._firmware.layer import FirmwareLayer
 
 
@@ -148,7 +149,7 @@ def main():
             devices=dict(type="list", elements="str", default=[]),
             tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig"], default="auto"),
             check_active=dict(type="bool", default=True),
-            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
+            max_disruption=max_disruption_spec(),
         ),
         supports_check_mode=True,
     )
