@@ -43,11 +43,15 @@ class Text(object):
 
 
 class Int(object):
-    """A whole number (or its decimal digits as text) in ``[low, high]``."""
+    """A whole number (or its decimal digits as text) in ``[low, high]``; ``unit`` and ``example``
+    for the words of a finding (``a whole number of bytes from 0 to 65536, such as 9216``)."""
 
-    def __init__(self, low=INT_RANGE[0], high=INT_RANGE[1]):
+    def __init__(self, low=INT_RANGE[0], high=INT_RANGE[1], unit=None, example=None):
         self.low, self.high = low, high
-        self.wanted = "a number" if (low, high) == INT_RANGE else "a number from %d to %d" % (low, high)
+        wanted = "a whole number" + (" of %s" % unit if unit else "")
+        if (low, high) != INT_RANGE:
+            wanted += " from %d to %d" % (low, high)
+        self.wanted = wanted + (", such as %s" % example if example is not None else "")
 
 
 class Bool(object):
@@ -91,6 +95,7 @@ class Tuple(object):
 
     def __init__(self, *shapes):
         self.shapes = shapes
+        self.length = len(shapes)
         self.wanted = "a list of %d" % len(shapes)
 
 
@@ -111,8 +116,8 @@ TEXT = Text()
 INT = Int()
 BOOL = Bool()
 NAME = Name()
-MTU = Int(0, 65536)
-PRIORITIES = ListOf(Int(0, 7))
+MTU = Int(0, 65536, unit="bytes", example=9216)
+PRIORITIES = ListOf(Int(0, 7, example=3))
 
 # what the checks read, by producer ----------------------------------------------------------------
 PORT = Record(state=TEXT, link_layer=TEXT, netdev=TEXT, max_mtu=INT, active_mtu=INT, roce_v2_ipv4_gid_index=INT, rate=TEXT)
@@ -236,10 +241,13 @@ class Reader(object):
     def unreadable(self, path, value, shape):
         field = path or "(all of it)"
         full = "%s.%s" % (self.where, path) if path else self.where
+        actual = describe(value)
+        if getattr(shape, "length", None) is not None and isinstance(value, (list, tuple)):
+            actual = "a list of %d" % len(value)  # "a list; expected a list of 2" would say nothing
         self.findings.append(dict(
-            check="input", host=self.owner, peer=None, device=None, field=field, expected=shape.wanted, actual=describe(value),
-            hint="%s is %s, not %s: fabric_check cannot read it, so what depends on it is not checked (pass %s as it returns it)"
-                 % (full, describe(value), shape.wanted, self._source(path)),
+            check="input", host=self.owner, peer=None, device=None, field=field, expected=shape.wanted, actual=actual,
+            hint="%s is %s; expected %s: fabric_check cannot read it, so what depends on it is not checked (pass %s as it "
+                 "returns it)" % (full, actual, shape.wanted, self._source(path)),
             passed=None))
 
     def collision(self, path, name, keys):
@@ -375,11 +383,33 @@ class Reader(object):
         return out
 
     def _either(self, shape, value, path):
-        for option in shape.shapes:
+        fitting = [option for option in shape.shapes if _fits(option, value)]
+        for option in fitting:
             result, problems = self._quiet(option, value, path)
             if not problems and result is not None:
                 return result
+        if len(fitting) == 1:
+            # the value is of the one kind that could be meant (a mapping where text or a mapping is
+            # read): that shape's own findings name the innermost key that is wrong and what it should be
+            return self.read(fitting[0], value, path)
         return self.unreadable(path, value, shape)
+
+
+def _fits(shape, value):
+    """Whether ``value`` is of the kind ``shape`` reads (a mapping for a record, a list for a list ...),
+    whatever its content."""
+    if isinstance(shape, (Record, MapOf)):
+        return isinstance(value, Mapping)
+    if isinstance(shape, (ListOf, Tuple)):
+        return isinstance(value, (list, tuple))
+    if isinstance(shape, Either):
+        return any(_fits(option, value) for option in shape.shapes)
+    if isinstance(shape, Anything):
+        return True
+    if isinstance(shape, Text):
+        return isinstance(value, str)
+    # Int, Bool and Name read numbers, booleans and text
+    return isinstance(value, (str, int))
 
 
 def unreadable_output(owner, field, actual, why, peer=None):

@@ -113,7 +113,7 @@ def test_switch_state_of_the_wrong_shape(base):
     assert set(fields) == {("a", "fabric"), ("b", "fabric.ecn"), ("b", "interfaces"), ("c", "(all of it)"),
                            ("d", "fabric.pfc_priorities"), ("d", "fabric.switch_mtu")}
     assert "switches.c is text" in fields[("c", "(all of it)")]["hint"]
-    assert "a number from 0 to 65536" in fields[("d", "fabric.switch_mtu")]["hint"]
+    assert "a whole number of bytes from 0 to 65536, such as 9216" in fields[("d", "fabric.switch_mtu")]["hint"]
 
 
 def test_the_action_refuses_what_is_not_its_inputs_naming_the_option(base):
@@ -296,3 +296,40 @@ def test_counts_of_more_digits_than_python_reads_and_deep_json_never_raise(base)
     well_formed(result)
     reach = by(result, "vm1", "reachability")
     assert [f["passed"] for f in reach] == [False] and "neighbour" not in reach[0]["actual"]
+
+
+# the innermost key that is wrong, and what it should be ----------------------------------------------
+def input_hints(result, owner):
+    return dict((f["field"], f["hint"]) for f in result["findings"] if f["check"] == "input" and f["host"] == owner)
+
+
+def test_a_switch_interface_names_its_own_key_that_is_wrong(base):
+    switch = copy.deepcopy(SWITCH)
+    switch["interfaces"] = [{"name": "swp1", "mtu": "9216 bytes"}, {"name": "swp2", "pfc_priorities": [3, "x"]},
+                            "swp3", ["swp4"], {"name": 7}]
+    switch["fabric"]["pfc_watchdog"] = {"enabled": "maybe"}
+    result = check(base["hosts"], dict(sw1=switch))
+    well_formed(result)
+    hints = input_hints(result, "sw1")
+    assert set(hints) == {"interfaces[0].mtu", "interfaces[1].pfc_priorities[1]", "interfaces[3]", "interfaces[4].name",
+                          "fabric.pfc_watchdog.enabled"}, hints
+    assert hints["interfaces[0].mtu"].startswith(
+        'switches.sw1.interfaces[0].mtu is text "9216 bytes"; expected a whole number of bytes from 0 to 65536, such as 9216: '
+        "fabric_check cannot read it"), hints
+    assert hints["interfaces[1].pfc_priorities[1]"].startswith(
+        'switches.sw1.interfaces[1].pfc_priorities[1] is text "x"; expected a whole number from 0 to 7, such as 3')
+    assert hints["interfaces[3]"].startswith("switches.sw1.interfaces[3] is a list; expected text or a mapping")
+    assert hints["interfaces[4].name"].startswith("switches.sw1.interfaces[4].name is the number 7; expected text")
+    assert hints["fabric.pfc_watchdog.enabled"].startswith('switches.sw1.fabric.pfc_watchdog.enabled is text "maybe"; '
+                                                           "expected true or false")
+    for hint in hints.values():  # never the self-contradiction "is a mapping, not text or a mapping"
+        kind = hint.split(" is ", 1)[1].split(";", 1)[0]
+        assert kind not in hint.split("expected ", 1)[1].split(":", 1)[0].split(" or "), hint
+
+
+def test_a_list_of_the_wrong_length_says_how_long_it_is(base):
+    hosts = copy.deepcopy(base["hosts"])
+    hosts["vm1"]["rails"] = {"arp": [{"item": ["vm1", "vm2", "vm3"], "cmd": ["arping"], "rc": 0, "stdout": ""}]}
+    result = check(hosts)
+    hints = input_hints(result, "vm1")
+    assert hints["rails.arp[0].item"].startswith("hosts.vm1.rails.arp[0].item is a list of 3; expected a list of 2"), hints
