@@ -57,7 +57,7 @@ def main(spec_path):
     for step in spec["steps"]:
         ctx = Context(Module(spec["bindir"], step == "check"), host=HostRoot(spec["root"]))
         ctx.runner = CommandRunner(ctx.module)
-        engine = NicLayer(ctx, spec["params"], environ={})
+        engine = NicLayer(ctx, spec["params"], environ=spec.get("environ") or {})
         try:
             result, _plan = execute(engine)
             out["steps"].append(dict(step=step, result=result, warnings=ctx.warnings))

@@ -14,6 +14,12 @@ touch a link asks here first.  The rules are the union of what each engine needs
   (``management_address``);
 * and for each of those, every device below it: VLAN parents, bond and team members, bridge
   ports, recursively (:meth:`Links.lower_closure`), because changing one of them changes the path.
+
+The management addresses are the address the SSH connection came in on and the
+``management_address``: a routing rule from one of them, or its removal, moves the connection.
+
+:func:`guard` is the one refusal: link_mtu (an MTU) and the NIC layer's rails (an address, a
+route, a rule) ask it before anything is touched.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,6 +29,7 @@ __metaclass__ = type
 import ipaddress
 import os
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
 
 
@@ -86,12 +93,14 @@ class ManagementPath:
         return holders
 
     def detect(self, interfaces=(), address=None):
-        """``dict(interfaces={name: [why]}, protected={device: via}, state={...})``.
+        """``dict(interfaces={name: [why]}, protected={device: via}, addresses={address: why}, state={...})``.
 
-        ``interfaces`` and ``address`` are what the user named as management; ``state`` is what
-        a re-test compares (address holder, route back to the client, default routes).
+        ``interfaces`` and ``address`` are what the user named as management; ``addresses`` the
+        management addresses; ``state`` is what a re-test compares (address holder, route back to
+        the client, default routes).
         """
         reasons = {}
+        mgmt_addresses = {}
 
         def add(name, why):
             if name and self.links.exists(name) and why not in reasons.get(name, []):
@@ -105,6 +114,7 @@ class ManagementPath:
             state["ssh"] = dict(client=client, server=server)
             holder = holders.get(server)
             state["address_holder"] = holder
+            mgmt_addresses[server] = "the address this SSH connection came in on"
             add(holder, "holds %s, the address this SSH connection came in on" % server)
             route = self.runner.run_json_list(["ip", "-j", "route", "get", client])
             if route and isinstance(route[0], dict):
@@ -123,12 +133,13 @@ class ManagementPath:
             add(name, "named in management_interfaces")
         if address:
             add(holders.get(plain_ip(address)), "holds %s, the management_address" % address)
+            mgmt_addresses.setdefault(plain_ip(address), "the management_address")
         protected = {}
         for name in reasons:
             protected.setdefault(name, name)
             for lower in self.links.lower_closure(name):
                 protected.setdefault(lower, name)
-        return dict(interfaces=reasons, protected=protected, state=state)
+        return dict(interfaces=reasons, protected=protected, addresses=mgmt_addresses, state=state)
 
     def retest(self, state):
         """Check the path again against an earlier ``state``: ``(checked, problems)``."""
@@ -150,3 +161,31 @@ class ManagementPath:
         if missing:
             problems.append("default routes lost: %s" % ", ".join(missing))
         return checked, problems
+
+
+def guard(path, action, devices=(), addresses=(), advice="", allowed=False, details=None):
+    """The one management-path guard: refuse ``action`` where it reaches the management path.
+
+    ``path`` is :meth:`ManagementPath.detect`'s answer; ``devices`` the netdevs the change
+    touches (an MTU, an address removed, a route of the netdev removed), ``addresses`` the
+    addresses whose rule or route it adds or removes.  Unless ``allowed``, a RefusedError
+    saying ``refusing to <action> <what>: it is on the path that carries the Ansible connection
+    (<why>). <advice>`` with ``details``; else return ``(devices, addresses)`` on the path.
+    """
+    protected = path.get("protected") or {}
+    known = path.get("addresses") or {}
+    on_devices = sorted(set(dev for dev in devices if dev in protected))
+    on_addresses = sorted(set(plain_ip(addr) for addr in addresses if plain_ip(addr) in known))
+    if (on_devices or on_addresses) and not allowed:
+        lines = []
+        for dev in on_devices:
+            via = protected[dev]
+            why = "; ".join(path["interfaces"].get(via) or ["is on the management path"])
+            lines.append("%s %s" % (dev, why) if via == dev else "%s is below %s, which %s" % (dev, via, why))
+        lines += ["%s is %s" % (addr, known[addr]) for addr in on_addresses]
+        raise RefusedError(
+            "refusing to %s %s: it is on the path that carries the Ansible connection (%s).%s"
+            % (action, ", ".join(on_devices + on_addresses), "; ".join(lines), " " + advice if advice else ""),
+            **(details or {})
+        )
+    return on_devices, on_addresses

@@ -32,6 +32,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LIN
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import MARKER_BEGIN, MARKER_END, merge_block, read_text
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import int_or_none
 
 try:
@@ -572,7 +573,7 @@ class Networkd(Backend):
     def plan(self, cfg, mtu, plan):
         if cfg.mtu == mtu:
             return []
-        text = "# Managed by rdmaops.roce (link_mtu): the MTU of %s.\n[Link]\nMTUBytes=%d\n" % (cfg.interface, mtu)
+        text = "# Managed by rdmaops.roce (link_mtu): the MTU of %s.\n[Link]\nMTUBytes=%d\n" % (check_netdev("interface", cfg.interface), mtu)
         value, winner = self._effective_with(cfg.details["network_file"], {cfg.path: text})
         if value != mtu:
             raise RefusedError(
@@ -803,7 +804,9 @@ def detect(ctx, link, backend="auto"):
     ``backend`` names one system, or ``auto``: the first of netplan, NetworkManager
     (running), systemd-networkd, ifupdown, ifcfg, NetworkManager keyfile (not running) that
     configures the link; with none, a new ifupdown stanza where the host uses ifupdown.
+    Every backend writes the link's name into a file or a command: it is checked first.
     """
+    check_netdev("interface", link["name"])
     if backend != "auto":
         impl = CLASSES[backend](ctx)
         cfg = impl.find(link)

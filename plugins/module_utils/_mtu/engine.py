@@ -38,8 +38,8 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import (
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import not_option_like
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import ManagementPath
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_ifname
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import ManagementPath, guard
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_ifname, check_netdev, valid_netdev
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends
 
 MTU_MIN = 68  # IPv4's minimum; the kernel refuses less on Ethernet
@@ -75,7 +75,8 @@ class LinkMtu(Engine):
 
     # -- validate -----------------------------------------------------------------------------
     def validate(self):
-        check_ifname("interface", self.name)
+        # the name goes into network configuration (ifupdown's shell lines, ifcfg) and onto command lines
+        check_netdev("interface", self.name)
         not_option_like("interface", self.name)
         for name in self.params.get("management_interfaces") or []:
             check_ifname("management_interfaces", name)
@@ -106,6 +107,11 @@ class LinkMtu(Engine):
         self.on_path = self._guard([dev for dev, _c, _w in self.steps])
         if self.persist:
             for dev in self.persist_targets(name, self.steps):
+                if not valid_netdev(dev):
+                    # a device below the link, named by the host, not by the user
+                    raise RefusedError("%s sits on %s, whose name cannot be written into network configuration safely; "
+                                       "rename it (ip link set dev NAME name NEW) to %s, or use backend: runtime"
+                                       % (name, repr(dev), "a name of A-Z, a-z, 0-9, '_', '.' and '-'"), device=dev)
                 try:
                     self.configs.append(backends.detect(self.config_ctx, self.links.info(dev), self.params.get("backend", "auto")))
                 except RdmaopsError as exc:
@@ -187,21 +193,12 @@ class LinkMtu(Engine):
 
     def _guard(self, touched):
         """Refuse changes to the management path unless allowed; return the devices on it."""
-        management = self.management
-        on_path = sorted(set(dev for dev in touched if dev in management["protected"]))
+        on_path = sorted(set(dev for dev in touched if dev in self.management["protected"]))
         self.mgmt_result["change"] = bool(on_path)
-        if on_path and not self.params.get("allow_management_change", False):
-            lines = []
-            for dev in on_path:
-                via = management["protected"][dev]
-                why = "; ".join(management["interfaces"][via])
-                lines.append("%s %s" % (dev, why) if via == dev else "%s is below %s, which %s" % (dev, via, why))
-            raise RefusedError(
-                "refusing to change the MTU of %s: it is on the path that carries the Ansible connection "
-                "(%s). A wrong MTU there can cut this host off. Set allow_management_change: true to change it anyway; "
-                "the connectivity is then re-tested after the change" % (", ".join(on_path), "; ".join(lines)),
-                management=self.mgmt_result,
-            )
+        guard(self.management, "change the MTU of", devices=on_path,
+              advice="A wrong MTU there can cut this host off. Set allow_management_change: true to change it anyway; "
+                     "the connectivity is then re-tested after the change",
+              allowed=self.params.get("allow_management_change", False), details=dict(management=self.mgmt_result))
         return on_path
 
     # -- plan ---------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ __metaclass__ = type
 import fnmatch
 import re
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev, shell_netdev
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import int_or_none as _int_or_none
 
 # --------------------------------------------------------------------------------------------
@@ -378,6 +379,7 @@ def ifupdown_edit_mtu(text, interface, mtu, stanzas=None):
     the file alone).  Raises ValueError when the file has no stanza for the interface, or
     ifupdown rejects one.
     """
+    check_netdev("interface", interface)
     parsed = parse_ifupdown(text)
     if stanzas is None:
         stanzas = parsed["stanzas"]
@@ -421,7 +423,7 @@ def ifupdown_edit_mtu(text, interface, mtu, stanzas=None):
             if stanza.native_mtu:
                 after.setdefault(stanza.last, []).append("%smtu %d" % (indent, mtu))
             elif inherited_pre[-1][1] != mtu:
-                after.setdefault(stanza.last, []).append("%spre-up ip link set dev %s mtu %d" % (indent, interface, mtu))
+                after.setdefault(stanza.last, []).append("%spre-up ip link set dev %s mtu %d" % (indent, shell_netdev(interface), mtu))
             touched = True
     if not touched:
         native = [stanza for stanza in mine if stanza.native_mtu]
@@ -430,7 +432,7 @@ def ifupdown_edit_mtu(text, interface, mtu, stanzas=None):
         if native:
             new = "%smtu %d" % (indent, mtu)
         else:
-            new = "%spre-up ip link set dev %s mtu %d" % (indent, interface, mtu)
+            new = "%spre-up ip link set dev %s mtu %d" % (indent, shell_netdev(interface), mtu)
         after.setdefault(stanza.last, []).append(new)
     out = []
     for index, line in enumerate(lines):
@@ -479,6 +481,7 @@ def _detach(stanza, lines, replace, after, indent, mtu, own_mtu):
 
 def ifupdown_block(interface, mtu):
     """The stanza we add for an interface nothing else configures (no addresses: ``manual``)."""
+    check_netdev("interface", interface)
     return [
         "allow-hotplug %s" % interface,
         "iface %s inet manual" % interface,
@@ -745,6 +748,8 @@ def netplan_renderer(documents, definition):
 
 def netplan_dropin(section, netdef_id, mtu, interface, origin):
     """Text of our drop-in: it sets only ``mtu`` of one definition; netplan merges it."""
+    check_netdev("interface", interface)
+    key, netdef_id, origin = netdef_id, comment_text(netdef_id), comment_text(origin)
     return (
         "# Managed by rdmaops.roce (link_mtu): the MTU of %s.\n"
         "# netplan merges this file over the definition of %s in %s;\n"
@@ -753,11 +758,38 @@ def netplan_dropin(section, netdef_id, mtu, interface, origin):
         "  version: 2\n"
         "  %s:\n"
         "    %s:\n"
-        "      mtu: %d\n" % (interface, netdef_id, origin, section, _yaml_key(netdef_id), mtu)
+        "      mtu: %d\n" % (interface, netdef_id, origin, section, _yaml_key(key), mtu)
     )
 
 
 def _yaml_key(value):
-    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", value) and value.lower() not in ("yes", "no", "true", "false", "null", "on", "off"):
+    """``value`` as a YAML mapping key that reads back as that very string.
+
+    Plain where it is a word YAML reads as text (first a letter or ``_``, not a boolean or null
+    word: ``0``, ``1e3``, ``yes``, ``~`` would read as a number, a boolean, null); else JSON's
+    string, which is a YAML double-quoted scalar: a newline or a control character stays escaped,
+    where a bare one would be folded into a space (another key) or end the line."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", value) and value.lower() not in YAML_WORDS:
         return value
-    return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"%s"' % "".join(_yaml_char(char) for char in value)
+
+
+def _yaml_char(char):
+    """One character inside a YAML double-quoted scalar: printable as itself, else its escape."""
+    if char in '"\\':
+        return "\\" + char
+    if char.isprintable():
+        return char
+    code = ord(char)
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code if code < 0x10000 else "\\U%08x" % code
+
+
+# What YAML 1.1 (PyYAML, netplan's libyaml reading) resolves to a boolean or null
+YAML_WORDS = ("yes", "no", "true", "false", "null", "on", "off", "y", "n")
+
+
+def comment_text(value):
+    """``value`` fit for one comment line: what is not printable (a newline would start a line of
+    configuration; YAML refuses a C1 control even in a comment) shown escaped."""
+    return "".join(char if char.isprintable() else ("\\x%02x" % ord(char) if ord(char) < 256 else "\\u%04x" % ord(char))
+                   for char in "%s" % value)

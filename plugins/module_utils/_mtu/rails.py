@@ -37,11 +37,14 @@ import ipaddress
 import os
 import re
 
+from ansible.module_utils.six.moves import shlex_quote
+
 from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import merge_block, read_block
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_ifname
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import ManagementPath, guard
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev, check_rail_name
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute import (
@@ -54,6 +57,9 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute impo
 RT_TABLES = RAIL_TABLES
 SYSCTL_FILE = "/etc/sysctl.d/90-rdmaops-rails.conf"
 TABLE_PREFIX = "rdmaops_"
+# iproute2 reads an rt_tables line as a number and one word; a name that is a number would read as a table id
+TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+TABLE_NAME_RULE = "1-64 characters of A-Z, a-z, 0-9, '_', '.' and '-', the first a letter or '_'"
 SYSCTLS = (("arp_ignore", 1, 0, 8), ("arp_announce", 2, 0, 2), ("rp_filter", 2, 0, 2))
 RESERVED_TABLES = (0, 253, 254, 255)
 TABLE_MAX = (1 << 31) - 1
@@ -72,8 +78,9 @@ class RailLink:
         where = "rails.links[%d]" % index
         if not isinstance(raw, dict):
             raise InputError("%s must be a mapping (interface, address, prefix, gateway, table...)" % where, option="rails.links")
-        self.interface = check_ifname(where + ".interface", raw.get("interface"))
-        self.rail = raw.get("rail") if isinstance(raw.get("rail"), str) else self.interface
+        # both are written into configuration (ifupdown's shell lines, ifcfg, rt_tables.d's comment)
+        self.interface = check_netdev(where + ".interface", raw.get("interface"))
+        self.rail = self.interface if raw.get("rail") is None else check_rail_name(where + ".rail", raw.get("rail"))
         try:
             self.iface = ipaddress.ip_interface(u"%s/%s" % (raw.get("address"), raw.get("prefix")))
         except ValueError:
@@ -161,7 +168,7 @@ def _host_src(src, family):
 # --------------------------------------------------------------------------------------------
 def networkd_dropin(links):
     """A .network drop-in with the links' addresses, routes and rules (one netdev)."""
-    lines = ["# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % links[0].interface]
+    lines = ["# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % check_netdev("interface", links[0].interface)]
     for link in links:
         lines += ["", "[Address]", "Address=%s" % link.cidr]
         lines += ["", "[Route]", "Destination=%s" % link.network] + (["PreferredSource=%s" % link.route_source] if link.route_source else [])
@@ -178,8 +185,8 @@ def netplan_rails_dropin(section, netdef_id, links, origin):
     netplan appends these lists to the definition's own."""
     key = fmt._yaml_key(netdef_id)
     lines = [
-        "# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % links[0].interface,
-        "# netplan merges this file over the definition of %s in %s." % (netdef_id, origin),
+        "# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % check_netdev("interface", links[0].interface),
+        "# netplan merges this file over the definition of %s in %s." % (fmt.comment_text(netdef_id), fmt.comment_text(origin)),
         "network:", "  version: 2", "  %s:" % section, "    %s:" % key, "      addresses:",
     ]
     lines += ['        - "%s"' % link.cidr for link in links]
@@ -204,30 +211,57 @@ def ifupdown_rails_lines(links):
     stanza's ``address``: the user's own stanza often holds the very address the plan gives (an
     installer addressed the NIC as planned), and ifup's second ``ip address add`` of it fails
     ("File exists"), so ifup stopped before our routes and rules (seen in the two-rail lab: after
-    a reboot vm1 had its addresses but no rule and no table)."""
+    a reboot vm1 had its addresses but no rule and no table).
+
+    ifup runs each ``up`` line with ``/bin/sh -c``: the netdev name is checked (no shell syntax
+    gets through) and every word is shell-quoted besides (a checked name needs no quotes, so the
+    lines read as they always did)."""
     out = []
     for family in (4, 6):
         mine = [link for link in links if link.family == family]
         if not mine:
             continue
-        out.append("iface %s %s manual" % (mine[0].interface, "inet" if family == 4 else "inet6"))
-        out.append("    up ip link set dev %s up" % mine[0].interface)
+        name = check_netdev("interface", mine[0].interface)
+        out.append("iface %s %s manual" % (name, "inet" if family == 4 else "inet6"))
+        out.append("    up %s" % _sh(["ip", "link", "set", "dev", name, "up"]))
         for link in mine:
-            out.append("    up %s" % " ".join(link.address_argv("replace")))
+            out.append("    up %s" % _sh(link.address_argv("replace")))
         for link in mine:
-            out.append("    up %s" % " ".join(link.subnet_route_argv()))
+            out.append("    up %s" % _sh(link.subnet_route_argv()))
             if link.gateway:
-                out.append("    up %s" % " ".join(link.default_route_argv()))
+                out.append("    up %s" % _sh(link.default_route_argv()))
             # ip rule has no replace: take ours away first, so a second ifup adds it once
-            out.append("    up %s 2>/dev/null || true" % " ".join(link.rule_argv("del")))
-            out.append("    up %s" % " ".join(link.rule_argv("add")))
-            out.append("    down %s 2>/dev/null || true" % " ".join(link.rule_argv("del")))
+            out.append("    up %s 2>/dev/null || true" % _sh(link.rule_argv("del")))
+            out.append("    up %s" % _sh(link.rule_argv("add")))
+            out.append("    down %s 2>/dev/null || true" % _sh(link.rule_argv("del")))
     return out
 
 
+def _sh(argv):
+    """One shell command line of ``argv``, each word quoted where it needs it."""
+    return " ".join(shlex_quote(str(word)) for word in argv)
+
+
+def rt_tables_text(links, names):
+    """Our rt_tables.d file: ``<number>\t<name>`` per table (``names``: number -> name), each table's
+    rail in the comment above it (rdma_facts reports a netdev's rail from there).  A table name is
+    ``rdmaops_<netdev>``, a rail's name is checked: neither can start another line."""
+    rails = dict((link.table, link.rail if link.rail == check_netdev("interface", link.interface) else check_rail_name("rail", link.rail))
+                 for link in links)
+    for number in rails:
+        if not isinstance(number, int) or not TABLE_NAME.fullmatch(names[number]):
+            raise InputError("table %r named %r: a table is a number and its name %s" % (number, names[number], TABLE_NAME_RULE),
+                             option="rails.links")
+    return "# Managed by rdmaops.roce (nic_layer rails): one routing table per RDMA netdev.\n" + "".join(
+        "# rail %s\n%d\t%s\n" % (rails[number], number, names[number]) for number in sorted(set(link.table for link in links)))
+
+
 def ifcfg_route_lines(links):
+    """route-<netdev> lines; the network scripts word-split them unquoted into ``ip route add``,
+    so the netdev name is checked (a glob or a space would reach ip as other words)."""
     lines = []
     for link in links:
+        check_netdev("interface", link.interface)
         lines.append("%s dev %s src %s table %d" % (link.network, link.interface, link.route_source, link.table))
         if link.gateway:
             lines.append("default via %s dev %s table %d" % (link.gateway, link.interface, link.table))
@@ -282,10 +316,19 @@ class RailLinks:
 
     ``params``: ``links`` (from roce_rail_links), ``exclusive``, ``arp_ignore``, ``arp_announce``,
     ``rp_filter``, ``persist``, ``backend``.
+
+    The management path (:mod:`_host.management`, the detector and the guard link_mtu uses) is
+    never cut: removing an address from a netdev on it (``exclusive``, live or in its profile or
+    ifcfg file), removing a route of a netdev on it from a rail's table, or adding or removing a
+    rule from a management address is refused before anything is touched.  ``environ`` is the
+    SSH connection's environment, ``management_interfaces`` what the user names as management.
     """
 
-    def __init__(self, ctx, params, config_ctx):
+    def __init__(self, ctx, params, config_ctx, environ=None, management_interfaces=()):
         self.ctx = ctx
+        self.environ = os.environ if environ is None else environ
+        self.management_interfaces = tuple(management_interfaces or ())
+        self.management = dict(interfaces={}, protected={}, addresses={}, state={})
         self.host = ctx.host
         self.runner = ctx.runner
         self.params = params or {}
@@ -341,6 +384,10 @@ class RailLinks:
                 raise InputError("rails: interface %s does not exist on this host; links: %s"
                                  % (name, ", ".join(self.config_ctx.links.names()) or "none"), option="rails.links")
         self._read_live()
+        path = ManagementPath(self.host, self.runner, self.config_ctx.links, environ=self.environ)
+        extra = self.management_interfaces
+        # the key link_mtu uses: one detection per run when the layer sets MTUs too
+        self.management = self.config_ctx.cached(("management", extra), lambda: path.detect(interfaces=extra))
         self.before = self.state()
         if self.persist:
             for name in self.by_interface:
@@ -386,6 +433,23 @@ class RailLinks:
             )
         return out
 
+    # -- the management path -----------------------------------------------------------------
+    def _guard(self, action, devices=(), addresses=(), option="rails.links", advice=None):
+        """link_mtu's guard (:func:`_host.management.guard`), never allowed for rails: a rail's
+        change that reaches the management path is refused."""
+        guard(self.management, action, devices=devices, addresses=addresses,
+              advice=advice or "Changing it can cut this host off. Give the rail a netdev that is not on the management path",
+              details=dict(option=option, management=dict(interfaces=self.management["interfaces"],
+                                                           protected=sorted(self.management["protected"]),
+                                                           addresses=self.management.get("addresses") or {})))
+
+    def _guard_exclusive(self, name, removed, where):
+        if removed:
+            self._guard("remove %s (rails.exclusive, %s) from" % (", ".join(removed), where), devices=[name], option="rails.exclusive",
+                        advice="Removing an address there can cut this host off. Set rails.exclusive: false for this host "
+                               "(the rail's address is added beside the others), or give the rail a netdev that is not on the "
+                               "management path")
+
     # -- plan ---------------------------------------------------------------------------------
     def plan(self, plan):
         if not self.links:
@@ -402,9 +466,10 @@ class RailLinks:
                              undo=self._run(link.address_argv("del")))
             if exclusive:
                 wanted = set(link.cidr for link in links)
-                for family, cidr, scope in have:
-                    if scope == "link" or cidr in wanted or family not in set(link.family for link in links):
-                        continue
+                foreign = [(family, cidr) for family, cidr, scope in have
+                           if scope != "link" and cidr not in wanted and family in set(link.family for link in links)]
+                self._guard_exclusive(name, [cidr for _family, cidr in foreign], "live")
+                for family, cidr in foreign:
                     argv = ["ip", "-%d" % family, "address", "del", cidr, "dev", name]
                     plan.add("rails:%s:address:%s" % (name, cidr), cidr, None, self._run(argv),
                              "rails: ip address del %s dev %s (not the rail's; nic_addresses_exclusive)" % (cidr, name),
@@ -433,6 +498,9 @@ class RailLinks:
         for route in mine:
             if route["dst"] == "default" or route["dst"] in networks or route["gateway"]:
                 continue
+            # a table number the site's own policy routing uses for the management path
+            self._guard("remove the route %s dev %s from table %d (%s is not a rail's subnet) on" % (
+                route["dst"], route["dev"], link.table, route["dst"]), devices=[route["dev"]])
             argv = ["ip", link.fam(), "route", "del", route["dst"], "dev", route["dev"], "table", str(link.table)]
             add = ["ip", link.fam(), "route", "add", route["dst"], "dev", route["dev"]] + (
                 ["src", route["prefsrc"]] if route["prefsrc"] else []) + ["table", str(link.table)]
@@ -466,10 +534,15 @@ class RailLinks:
                 argv = ["ip", link.fam(), "rule", "del", "from", source, "table", str(link.table), "priority", str(rule["priority"])]
                 why = "the rule of an old address" if source != link.address else "at priority %s, not %d" % (
                     rule["priority"], link.rule_priority)
+                self._guard("remove the rule of table %d (%s) from" % (link.table, why), addresses=[source])
                 plan.add("rails:%s:rule:%s:%s" % (link.interface, source, rule["priority"]), "from %s lookup %d" % (source, link.table), None,
                          self._run(argv), "rails: %s (%s)" % (" ".join(argv), why),
                          undo=self._run(argv[:3] + ["add"] + argv[4:]))
         if not found:
+            # a rule from the management address would send the connection's replies into the rail's table
+            self._guard("add the rule to table %d (rail %s) for the traffic from" % (link.table, link.rail), addresses=[link.address],
+                        advice="That rule would send this connection's replies through the rail's table and can cut this "
+                               "host off. Give the rail an address that is not the management one")
             plan.add("rails:%s:rule:%s" % (link.interface, link.address), None,
                      "%d: from %s lookup %d" % (link.rule_priority, link.address, link.table),
                      self._run(link.rule_argv("add")), "rails: %s" % " ".join(link.rule_argv("add")),
@@ -479,10 +552,7 @@ class RailLinks:
         """rt_tables names and the sysctls at boot: files of ours, written whole."""
         # the host's rails, all of them, in every run: a table no rail uses any more loses its name
         by_number = dict((link.table, self.table_names[link.table]) for link in self.links)
-        rails = dict((link.table, link.rail) for link in self.links)
-        # each table's rail in the comment above it: rdma_facts reports a netdev's rail from here
-        rt_text = "# Managed by rdmaops.roce (nic_layer rails): one routing table per RDMA netdev.\n" + "".join(
-            "# rail %s\n%d\t%s\n" % (rails[number], number, name) for number, name in sorted(by_number.items()))
+        rt_text = rt_tables_text(self.links, self.table_names)
         plan.file(self.host, RT_TABLES, rt_text, description="rails: %s names the tables %s" % (
             RT_TABLES, ", ".join("%d %s" % item for item in sorted(by_number.items()))))
         if self.persist:
@@ -572,6 +642,7 @@ class RailLinks:
                                "or another backend, or persist: false" % cfg.interface)
         before = self.config_ctx.read(cfg.path) or ""
         after = ifcfg_set_addresses(before, links, exclusive=bool(self.params.get("exclusive", False)))
+        self._guard_exclusive(cfg.interface, sorted(set(ifcfg_addresses(before)) - set(ifcfg_addresses(after))), cfg.path)
         if before != after:
             self.config_ctx.stage(cfg.path, after, 0o644, "ifcfg: %s gets the rail address of %s" % (cfg.path, cfg.interface))
         folder = os.path.dirname(cfg.path)
@@ -622,6 +693,7 @@ class RailLinks:
                 # (a reboot, nmcli up) brings back what the live change removed
                 foreign = [item for item in current if _nm_norm(item) not in set(_nm_norm(w) for w in wanted[prop])] \
                     if prop == "addresses" and self.params.get("exclusive") else []
+                self._guard_exclusive(cfg.interface, foreign, "NetworkManager profile %s" % cfg.details["profile"])
                 if not missing and not foreign:
                     continue
                 value = ", ".join([item for item in current if item not in foreign] + missing)

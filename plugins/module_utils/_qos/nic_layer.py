@@ -30,6 +30,7 @@ __metaclass__ = type
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends as mtu_backends
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
@@ -100,7 +101,9 @@ class NicLayer(Engine):
         self.config_ctx = mtu_backends.Context(self.host, self.runner, Links(self.host))
         self._validate_mtu(link_mtu)
         if rails.get("links"):
-            self.rails = RailLinks(self.ctx, rails, self.config_ctx)
+            # the links' management guard covers the rails too: the same detector, the same interfaces
+            self.rails = RailLinks(self.ctx, rails, self.config_ctx, environ=self.environ,
+                                   management_interfaces=link_mtu.get("management_interfaces") or ())
             self.rails.validate()
         if self.unsupported_policy not in ("warn", "fail"):
             raise InputError("unsupported must be warn or fail, got %r" % (self.unsupported_policy,), option="unsupported")
@@ -108,6 +111,8 @@ class NicLayer(Engine):
             if not isinstance(entry, dict) or not entry.get("interface") or not entry.get("device"):
                 raise InputError("ports[%d] needs interface (the netdev) and device (the RDMA device)" % index,
                                  option="ports")
+            # the boot re-apply script and the parts' commands carry it
+            check_netdev("ports[%d].interface" % index, entry["interface"])
             if entry.get("qos"):
                 self._add(entry, "qos", nic_qos.NicQos(self.ctx, dict(entry["qos"], interface=entry["interface"])))
             if entry.get("ecn"):
@@ -128,7 +133,8 @@ class NicLayer(Engine):
         if len(set(names)) != len(names):
             raise InputError("link_mtu.interfaces names a link twice: %s" % ", ".join(names), option="link_mtu.interfaces")
         shared = self.config_ctx
-        for name in names:
+        for index, name in enumerate(names):
+            check_netdev("link_mtu.interfaces[%d]" % index, name)
             params = dict((key, link_mtu[key]) for key in LINK_MTU_KEYS if link_mtu.get(key) is not None)
             params.update(interface=name, adopt=bool(self.params.get("adopt")))
             engine = LinkMtu(self.ctx, params, environ=self.environ, config_ctx=shared)

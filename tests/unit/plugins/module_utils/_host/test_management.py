@@ -13,8 +13,10 @@ from linkhost import LinkHost
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import (
     ManagementPath,
+    guard,
     plain_ip,
     ssh_connection,
 )
@@ -209,3 +211,28 @@ def test_retest_detects_a_moved_address_a_down_holder_and_a_new_route_back(flat)
         "the connection's address 10.0.0.5 moved from eth0 to ens1",
         "the route to the SSH client went from eth0 to ens1",
     ]
+
+
+# -- the one guard (link_mtu's MTU, the rails' addresses, routes and rules) ------------------------
+def test_management_addresses_are_the_ssh_address_and_the_one_named(flat):
+    found = path_of(flat, {"SSH_CONNECTION": SSH}).detect(address="::ffff:192.168.100.12")
+    assert found["addresses"] == {"10.0.0.5": "the address this SSH connection came in on",
+                                  "192.168.100.12": "the management_address"}
+    assert path_of(flat).detect()["addresses"] == {}
+
+
+def test_guard_refuses_a_device_or_an_address_on_the_path_and_names_why(flat):
+    found = path_of(flat, {"SSH_CONNECTION": SSH}).detect()
+    with pytest.raises(RefusedError) as info:
+        guard(found, "remove 10.0.0.9/24 (rails.exclusive, live) from", devices=["ens1", "eth0"], advice="Set rails.exclusive: false.",
+              details=dict(option="rails.exclusive"))
+    assert info.value.msg == (
+        "refusing to remove 10.0.0.9/24 (rails.exclusive, live) from eth0: it is on the path that carries the Ansible connection "
+        "(eth0 holds 10.0.0.5, the address this SSH connection came in on; carries the route back to the SSH client 10.0.0.1; "
+        "carries an IPv4 default route; carries an IPv6 default route). Set rails.exclusive: false.")
+    assert info.value.details == {"option": "rails.exclusive"}
+    with pytest.raises(RefusedError, match=r"^refusing to add the rule for 10\.0\.0\.5: .*\(10\.0\.0\.5 is the address this SSH "):
+        guard(found, "add the rule for", addresses=["::ffff:10.0.0.5"])
+    # off the path, or allowed: nothing refused, and what is on the path is returned
+    assert guard(found, "remove x from", devices=["ens1"], addresses=["192.168.100.12"]) == ([], [])
+    assert guard(found, "change the MTU of", devices=["eth0"], allowed=True) == (["eth0"], [])

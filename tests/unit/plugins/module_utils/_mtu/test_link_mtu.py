@@ -452,6 +452,27 @@ def test_unknown_interface_and_bad_values(lab):
         run(lab, interface="../ens4", mtu=9000)
 
 
+def test_a_netdev_whose_name_is_shell_is_refused_before_ifupdown_runs_it_at_boot(tmp_path):
+    # Linux accepts "r0;reboot"; a dhcp stanza gets our pre-up line, which ifup runs through /bin/sh
+    host = LinkHost(tmp_path)
+    host.link("ens3", addrs=["10.0.2.15/24"], driver="virtio_net", max_mtu=65535)
+    host.link("r0;reboot", driver="virtio_net", max_mtu=65535)
+    host.materialize()
+    host.tools |= {"ifup"}
+    host.default_routes = [("inet", "10.0.2.2", "ens3")]
+    text = LAB_INTERFACES + "\nallow-hotplug r0;reboot\niface r0;reboot inet dhcp\n"
+    host.file("/etc/network/interfaces", text)
+    before = snapshot(host)
+    for backend in ("auto", "ifupdown"):
+        with pytest.raises(InputError) as info:
+            run(host, interface="r0;reboot", mtu=9000, backend=backend)
+        assert info.value.details["option"] == "interface"
+        assert info.value.msg.startswith("interface='r0;reboot' is refused: the kernel allows it, but it holds a character that is "
+                                         "shell or file syntax")
+        assert "Use 1-15 characters of A-Z, a-z, 0-9, '_', '.' and '-'" in info.value.msg
+    assert snapshot(host) == before and not [call for call in host.calls if call.startswith("ip link set")]
+
+
 # -- netplan --------------------------------------------------------------------------------
 @pytest.fixture
 def netplan(tmp_path):

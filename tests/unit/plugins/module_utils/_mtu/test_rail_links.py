@@ -170,7 +170,7 @@ def _netns_available():
 needs_netns = pytest.mark.skipif(not _netns_available(), reason="needs root and unshare (a network namespace of the test's own)")
 
 
-def run_in_netns(tmp_path, params, steps, veths=(("v0", "p0"), ("v1", "p1")), before=(), files=None):
+def run_in_netns(tmp_path, params, steps, veths=(("v0", "p0"), ("v1", "p1")), before=(), files=None, environ=None):
     root = tmp_path / "root"
     (root / "etc").mkdir(parents=True, exist_ok=True)
     for name in ("proc", "sys"):
@@ -188,7 +188,7 @@ def run_in_netns(tmp_path, params, steps, veths=(("v0", "p0"), ("v1", "p1")), be
     (bindir / "networkctl").chmod(0o755)
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(dict(root=str(root), bindir=str(bindir), params=params, steps=list(steps),
-                                    veths=[list(v) for v in veths], before=[list(b) for b in before])))
+                                    veths=[list(v) for v in veths], before=[list(b) for b in before], environ=environ or {})))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.run(["unshare", "--net", "--mount", sys.executable, os.path.join(UNIT, "railnetns.py"), str(spec)],
                           capture_output=True, text=True, env=env, timeout=120, check=False)
@@ -355,15 +355,21 @@ json.dump(state, open(state_path, "w"))
 '''
 
 
-@needs_netns
-def test_networkmanager_profile_gets_addresses_routes_and_rules(tmp_path):
+def nmcli_standin(tmp_path, ipv4_method, ipv4_addresses, ipv6_method, ipv6_addresses):
+    """The nmcli stand-in with one profile's properties (no routes, no rules); its folder."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "nmcli").write_text(NMCLI_STANDIN)
     (bindir / "nmcli").chmod(0o755)
-    props = {"ipv4.method": "disabled", "ipv4.addresses": "", "ipv4.routes": "", "ipv4.routing-rules": "",
-             "ipv6.method": "link-local", "ipv6.addresses": "", "ipv6.routes": "", "ipv6.routing-rules": ""}
+    props = {"ipv4.method": ipv4_method, "ipv4.addresses": ipv4_addresses, "ipv4.routes": "", "ipv4.routing-rules": "",
+             "ipv6.method": ipv6_method, "ipv6.addresses": ipv6_addresses, "ipv6.routes": "", "ipv6.routing-rules": ""}
     (bindir / "nmcli.json").write_text(json.dumps(dict(props=props, calls=[])))
+    return bindir
+
+
+@needs_netns
+def test_networkmanager_profile_gets_addresses_routes_and_rules(tmp_path):
+    bindir = nmcli_standin(tmp_path, "disabled", "", "link-local", "")
     out = run_in_netns(tmp_path, dict(rails=dict(links=[V4_SUBNET, V6])), ["apply", "again"], veths=[("v1", "p1")])
     apply, again = out["steps"]
     assert "error" not in apply, apply
@@ -386,13 +392,7 @@ def test_networkmanager_profile_gets_addresses_routes_and_rules(tmp_path):
 
 @needs_netns
 def test_exclusive_on_networkmanager_drops_the_profiles_other_addresses_of_the_family(tmp_path):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "nmcli").write_text(NMCLI_STANDIN)
-    (bindir / "nmcli").chmod(0o755)
-    props = {"ipv4.method": "manual", "ipv4.addresses": "192.168.9.9/24, 10.20.0.2/24", "ipv4.routes": "", "ipv4.routing-rules": "",
-             "ipv6.method": "manual", "ipv6.addresses": "fd00:9::9/64", "ipv6.routes": "", "ipv6.routing-rules": ""}
-    (bindir / "nmcli.json").write_text(json.dumps(dict(props=props, calls=[])))
+    bindir = nmcli_standin(tmp_path, "manual", "192.168.9.9/24, 10.20.0.2/24", "manual", "fd00:9::9/64")
     out = run_in_netns(tmp_path, dict(rails=dict(links=[V4_SUBNET], exclusive=True)), ["apply", "again"], veths=[("v1", "p1")])
     apply, again = out["steps"]
     assert "error" not in apply, apply
@@ -441,3 +441,94 @@ def test_a_subnet_route_of_the_rails_table_no_rail_has_any_more_is_removed(tmp_p
     assert again["result"]["changed"] is False, again["result"]["changes"]
     table = sorted(r["dst"] for r in out["routes"] if r.get("table") == "100")
     assert table == ["10.10.0.0/31", "default"]
+
+
+# -- the management path: link_mtu's detector and guard, never cut by a rail -----------------------
+def _v4(out, name):
+    return sorted("%s/%s" % (a["local"], a["prefixlen"]) for link in out["addresses"] if link["ifname"] == name
+                  for a in link["addr_info"] if a["family"] == "inet")
+
+
+@needs_netns
+def test_exclusive_on_the_netdev_of_the_default_route_is_refused_and_its_address_stays(tmp_path):
+    # the issue's case: a rail with exclusive on the link holding the default route and the SSH
+    # address ran "ip -4 address del <mgmt address> dev eno1"
+    params = dict(rails=dict(links=[V4], exclusive=True, backend="runtime"))
+    out = run_in_netns(tmp_path, params, ["check", "apply"], veths=[("v0", "p0")],
+                       environ={"SSH_CONNECTION": "192.168.9.50 40000 192.168.9.9 22"},
+                       before=[["ip", "address", "add", "192.168.9.9/24", "dev", "v0"],
+                               ["ip", "route", "add", "default", "via", "192.168.9.1", "dev", "v0"]])
+    for step in out["steps"]:
+        assert step["error"] == (
+            "refusing to remove 192.168.9.9/24 (rails.exclusive, live) from v0: it is on the path that carries the Ansible "
+            "connection (v0 holds 192.168.9.9, the address this SSH connection came in on; carries the route back to the SSH "
+            "client 192.168.9.50; carries an IPv4 default route). Removing an address there can cut this host off. Set "
+            "rails.exclusive: false for this host (the rail's address is added beside the others), or give the rail a netdev "
+            "that is not on the management path"), step
+        assert step["details"]["option"] == "rails.exclusive"
+        assert step["details"]["management"]["protected"] == ["v0"]
+    # nothing was touched: the management address, the default route; no rail address, no rule
+    assert _v4(out, "v0") == ["192.168.9.9/24"]
+    assert [r["dev"] for r in out["routes"] if r["dst"] == "default" and r.get("table", "254") == "254"] == ["v0"]
+    assert not any(r["priority"] == 1000 for r in out["rules"])
+
+
+@needs_netns
+def test_exclusive_elsewhere_still_removes_and_the_management_netdev_keeps_its_address(tmp_path):
+    params = dict(rails=dict(links=[V4], exclusive=True, backend="runtime"))
+    out = run_in_netns(tmp_path, params, ["apply"], veths=[("v0", "p0"), ("v1", "p1")],
+                       before=[["ip", "address", "add", "192.168.9.9/24", "dev", "v1"],
+                               ["ip", "route", "add", "default", "via", "192.168.9.1", "dev", "v1"],
+                               ["ip", "address", "add", "192.168.7.7/24", "dev", "v0"]])
+    assert "error" not in out["steps"][0], out["steps"][0]
+    assert _v4(out, "v0") == ["10.10.0.1/31"] and _v4(out, "v1") == ["192.168.9.9/24"]
+
+
+@needs_netns
+def test_a_rail_whose_address_is_the_management_one_gets_no_rule(tmp_path):
+    # the rule "from <ssh address> lookup <rail table>" would send the connection's replies elsewhere
+    out = run_in_netns(tmp_path, dict(rails=dict(links=[V4], backend="runtime")), ["apply"], veths=[("v0", "p0")],
+                       environ={"SSH_CONNECTION": "10.10.0.0 40000 10.10.0.1 22"},
+                       before=[["ip", "address", "add", "10.10.0.1/31", "dev", "v0"]])
+    error = out["steps"][0]["error"]
+    assert error.startswith("refusing to add the rule to table 100 (rail rail0) for the traffic from 10.10.0.1: it is on the path "
+                            "that carries the Ansible connection (10.10.0.1 is the address this SSH connection came in on)")
+    assert not any(r["priority"] == 1000 for r in out["rules"])
+
+
+@needs_netns
+def test_a_route_of_the_management_netdev_in_the_rails_table_is_not_removed(tmp_path):
+    # the site's own policy routing uses the table number the plan gave the rail
+    out = run_in_netns(tmp_path, dict(rails=dict(links=[V4], backend="runtime")), ["apply"], veths=[("v0", "p0"), ("v1", "p1")],
+                       before=[["ip", "address", "add", "192.168.9.9/24", "dev", "v1"],
+                               ["ip", "route", "add", "default", "via", "192.168.9.1", "dev", "v1"],
+                               ["ip", "route", "add", "192.168.9.0/24", "dev", "v1", "table", "100"]])
+    assert out["steps"][0]["error"].startswith(
+        "refusing to remove the route 192.168.9.0/24 dev v1 from table 100 (192.168.9.0/24 is not a rail's subnet) on v1: it is on "
+        "the path that carries the Ansible connection (v1 carries an IPv4 default route)")
+    assert [r["dst"] for r in out["routes"] if r.get("table") == "100"] == ["192.168.9.0/24"]
+
+
+@needs_netns
+def test_exclusive_does_not_take_the_management_address_out_of_an_ifcfg_file(tmp_path):
+    # live, the netdev holds nothing foreign; its file does: at the next boot the address would be gone
+    ifcfg = 'DEVICE=v0\nBOOTPROTO=none\nONBOOT=yes\nIPADDR="192.168.9.9"\nPREFIX=24\n'
+    files = {"/etc/sysconfig/network-scripts/ifcfg-v0": ifcfg}
+    out = run_in_netns(tmp_path, dict(rails=dict(links=[V4], exclusive=True)), ["apply"], veths=[("v0", "p0")], files=files,
+                       before=[["ip", "route", "add", "default", "dev", "v0"]])
+    assert out["steps"][0]["error"].startswith(
+        "refusing to remove 192.168.9.9/24 (rails.exclusive, /etc/sysconfig/network-scripts/ifcfg-v0) from v0: it is on the path")
+    assert (out["root"] / "etc/sysconfig/network-scripts/ifcfg-v0").read_text() == ifcfg
+    assert _v4(out, "v0") == []  # and nothing live either
+
+
+@needs_netns
+def test_exclusive_does_not_take_the_management_address_out_of_a_networkmanager_profile(tmp_path):
+    bindir = nmcli_standin(tmp_path, "manual", "192.168.9.9/24", "ignore", "")
+    out = run_in_netns(tmp_path, dict(rails=dict(links=[V4_SUBNET], exclusive=True)), ["apply"], veths=[("v1", "p1")],
+                       before=[["ip", "route", "add", "default", "dev", "v1"]])
+    assert out["steps"][0]["error"].startswith(
+        "refusing to remove 192.168.9.9/24 (rails.exclusive, NetworkManager profile fabric1) from v1: it is on the path")
+    state = json.loads((bindir / "nmcli.json").read_text())
+    assert state["props"]["ipv4.addresses"] == "192.168.9.9/24"
+    assert not [call for call in state["calls"] if call[:2] == ["connection", "modify"]]

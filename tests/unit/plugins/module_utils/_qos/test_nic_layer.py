@@ -146,6 +146,12 @@ def test_ports_must_name_interface_and_device(tmp_path):
     host = Host(tmp_path)
     with pytest.raises(InputError):
         host.run(ports=[dict(interface="ens1f0np0")])
+    # the name reaches the boot re-apply script and the parts' commands
+    for name in ("ens1f0np0;reboot", "$(reboot)", "ens1f0np0\n"):
+        with pytest.raises(InputError) as caught:
+            host.run(ports=[dict(PORT, interface=name)])
+        assert caught.value.details["option"] == "ports[0].interface", caught.value.msg
+        assert not (host.root / "usr/local/sbin/rdmaops-nic-reapply").exists() and host.settings() == []
     with pytest.raises(InputError):
         host.run(ports=[])
 

@@ -109,6 +109,11 @@ def test_the_management_link_is_refused_before_any_link_changes(tmp_path):
 def test_input_errors_name_the_option(tmp_path):
     host = make_host(tmp_path)
     with pytest.raises(InputError) as caught:
+        run(host, interfaces=["ens4", "ens5;reboot"])
+    assert caught.value.details["option"] == "link_mtu.interfaces[1]"
+    assert caught.value.msg.startswith("link_mtu.interfaces[1]='ens5;reboot' is refused")
+    assert sets(host) == [] and host.read("/etc/network/interfaces") == INTERFACES
+    with pytest.raises(InputError) as caught:
         run(host, interfaces=["ens4", "ens4"])
     assert caught.value.details["option"] == "link_mtu.interfaces"
     with pytest.raises(InputError) as caught:
