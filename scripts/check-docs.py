@@ -18,7 +18,8 @@ docs/reference/) and roles/*/README.md. In each, outside and inside fenced block
   * a relative path (``playbooks/site.yml``, ``tasks/main.yml`` in a role's README) or a file
     name (``validate.yml``): a file or directory of the repository;
   * ``--tags``/``--skip-tags`` values: tags the playbooks set;
-- every relative Markdown link resolves to a file of the repository.
+- every relative Markdown link resolves to a file of the repository;
+- the README stays a README: at most README_LINES lines, no table cell over CELL_WORDS words.
 
 Each problem is printed as ``file:line: message`` naming the name; the exit status is 1 when
 there is any.
@@ -50,6 +51,9 @@ ALLOWED = {
     "save_when",         # the vendors' config modules' option (EOS, NX-OS)
     "install_requires",  # Python packaging (sonic-utilities brings jsonpatch)
 }
+
+README_LINES = 220
+CELL_WORDS = 40
 
 # Paths the docs name that are examples, not files of this repository.
 PLACEHOLDER = re.compile(r"[<>{}*$]|\.\.\.|example\.com")
@@ -337,6 +341,7 @@ class Checker:
         fence = None
         fence_line = 0
         previous = ""
+        number = 0
         for number, line in enumerate(text.splitlines(), 1):
             match = FENCE.match(line)
             if fence is None and match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
@@ -354,10 +359,17 @@ class Checker:
             self.check_versions(path, number, line, previous)
             previous = line
             self.check_links(path, number, line)
+            if os.path.basename(path) == "README.md" and "/" not in path and line.lstrip().startswith("|"):
+                for cell in line.strip().strip("|").split("|"):
+                    if len(cell.split()) > CELL_WORDS:
+                        self.report(path, number, "a table cell of %d words (at most %d): %s..."
+                                    % (len(cell.split()), CELL_WORDS, " ".join(cell.split()[:6])))
             for span in CODE_SPAN.finditer(line):
                 self.check_code_text(path, number, span.group(2))
         if fence is not None:
             self.report(path, fence_line, "the fence %s opened here is never closed" % fence)
+        if path == "README.md" and number > README_LINES:
+            self.report(path, number, "the README has %d lines (at most %d): move detail into docs/" % (number, README_LINES))
 
     def check_file(self, path):
         self.check_text(path, _read(os.path.join(self.code.repo, path)))

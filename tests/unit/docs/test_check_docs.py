@@ -126,3 +126,12 @@ def test_main_prints_file_line_and_name_and_fails(tmp_path, capsys):
     assert check_docs.main([str(bad)]) == 1
     out = capsys.readouterr().out
     assert "bad.md:1: `rdmaops_no_such_thing` is not a variable" in out
+
+
+def test_the_readme_keeps_short_cells_and_a_short_page(code):
+    long_cell = "| layer | " + " ".join(["word"] * 41) + " |\n"
+    assert problems(code, "| a | b |\n|---|---|\n" + long_cell, path="README.md") == [
+        "README.md:3: a table cell of 41 words (at most 40): word word word word word word..."]
+    assert problems(code, long_cell, path="docs/page.md") == []
+    assert problems(code, "line\n" * 221, path="README.md") == [
+        "README.md:221: the README has 221 lines (at most 220): move detail into docs/"]
