@@ -60,6 +60,12 @@ options:
         installed MLNX_OFED.
     type: str
     default: ""
+  allow_downgrade:
+    description:
+      - Allow going back to an older release than the installed one (O(doca_version) or O(mlnx_ofed_version)
+        older than what is installed). Without it such a version is refused before anything is changed.
+    type: bool
+    default: false
   inbox_packages:
     description: Packages the inbox stack consists of.
     type: list
@@ -160,8 +166,9 @@ target_flavor:
   returned: always
 needed:
   description:
-    - What the host needs. V(none) (nothing to install), V(install), V(upgrade) (another version), V(switch) (remove
-      RV(remove_flavor) first, then install) or V(remove) (back to inbox).
+    - What the host needs. V(none) (nothing to install), V(install), V(upgrade) (another version), V(downgrade)
+      (an older release, only with O(allow_downgrade)), V(switch) (remove RV(remove_flavor) first, then install) or
+      V(remove) (back to inbox).
   type: str
   returned: always
   sample: upgrade
@@ -281,6 +288,7 @@ def main():
             doca_profile=dict(type="str", default="doca-ofed", choices=["doca-ofed", "doca-roce"]),
             doca_version=dict(type="str", default=""),
             mlnx_ofed_version=dict(type="str", default=""),
+            allow_downgrade=dict(type="bool", default=False),
             inbox_packages=dict(type="list", elements="str", default=[]),
             dkms_modules=dict(type="list", elements="str", default=["mlnx-ofed-kernel"]),
             kernel_coverage=dict(type="str", default="fail", choices=["fail", "warn"]),

@@ -32,7 +32,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.packages import
     parse_dkms_status,
     read_packages,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.versions import version_matches, versions_agree
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.versions import is_downgrade, version_matches, versions_agree
 
 PROVIDERS = ("auto", "doca", "mlnx_ofed", "inbox")
 FLAVOR_OF_PROVIDER = {"doca": "doca_ofed", "mlnx_ofed": "mlnx_ofed", "inbox": "inbox"}
@@ -138,8 +138,8 @@ def resolve_provider(requested, stack, mellanox_nic):
 def plan_action(state, provider, stack, packages, wants):
     """What the role has to do: ``(action, remove_flavor, reason)``.
 
-    action: ``none`` | ``install`` | ``upgrade`` | ``switch`` (remove ``remove_flavor``, then
-    install) | ``remove`` (back to inbox).  ``wants`` carries ``doca_profile``,
+    action: ``none`` | ``install`` | ``upgrade`` | ``downgrade`` (an older release than the
+    installed one) | ``switch`` (remove ``remove_flavor``, then install) | ``remove`` (back to inbox).  ``wants`` carries ``doca_profile``,
     ``doca_version`` (DOCA release or exact package version), ``mlnx_ofed_version`` and
     ``inbox_packages``.
     """
@@ -166,15 +166,20 @@ def plan_action(state, provider, stack, packages, wants):
         if packages.get(profile) is None:
             return "install", None, "%s is not installed" % profile
         if gap:
-            return "upgrade", None, gap
+            return _change(packages.get(profile), wants.get("doca_version")), None, gap
         return "none", None, "%s %s matches %s (%s %s)" % (
             profile, packages.get(profile), wants.get("doca_version"), flavor, stack.get("version"))
     # mlnx_ofed
     if installed_ofed != "mlnx_ofed":
         return "install", None, "MLNX_OFED is not installed (installed stack: %s)" % flavor
     if gap:
-        return "upgrade", None, gap
+        return _change(stack.get("version"), wants.get("mlnx_ofed_version")), None, gap
     return "none", None, "MLNX_OFED %s matches %s" % (stack.get("version"), wants.get("mlnx_ofed_version") or "(any version)")
+
+
+def _change(installed, wanted):
+    """``upgrade``, or ``downgrade`` when ``wanted`` is an older release than ``installed``."""
+    return "downgrade" if is_downgrade(installed, wanted) else "upgrade"
 
 
 def restart_need(stack, target_flavor):
@@ -290,7 +295,7 @@ def coverage_problems(host, params, kernels, gaps, registered_dkms):
 def gather_status(host, runner, params, stack):
     """Everything ``ofed_status`` returns; ``stack`` is rdma_facts' ``stack``.
 
-    ``params``: provider, state, doca_profile, doca_version, mlnx_ofed_version,
+    ``params``: provider, state, doca_profile, doca_version, mlnx_ofed_version, allow_downgrade,
     inbox_packages, dkms_modules, kernel_coverage (fail|warn), management_interface,
     management_address, reboot, allow_driver_restart, stack_changed, log_lines.
     Returns ``(result, problems, warnings)``.
@@ -311,6 +316,15 @@ def gather_status(host, runner, params, stack):
     target = "inbox" if params["state"] == "absent" or provider == "inbox" else FLAVOR_OF_PROVIDER[provider]
     result.update(named(("needed", "remove_flavor", "needed_reason"),
                         plan_action(params["state"], provider, stack, packages, wants)))
+    if result["needed"] == "downgrade":
+        option = "ofed_doca_version" if target == "doca_ofed" else "ofed_mlnx_ofed_version"
+        if not params.get("allow_downgrade"):
+            raise InputError(
+                "%s: going back to an older release is a downgrade, refused unless asked for: set "
+                "ofed_allow_downgrade: true (module option allow_downgrade) to install it, or set %s to the "
+                "installed release; nothing was changed" % (result["needed_reason"], option),
+                option="allow_downgrade", needed="downgrade", needed_reason=result["needed_reason"])
+        result["needed_reason"] += " (a downgrade, allowed by ofed_allow_downgrade)"
 
     running = stack.get("kernel")
     releases = installed_kernels(host)

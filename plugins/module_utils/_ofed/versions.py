@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
+import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.ofed_info import parse_ofed_info
 
@@ -30,6 +31,35 @@ def version_matches(installed, wanted):
     if installed == wanted:
         return True
     return installed.startswith(wanted) and installed[len(wanted)] in "-+~"
+
+
+def release_numbers(version):
+    """The numbers of a version's release part, up to its first ``-``/``+``/``~`` (``3.2.1-044000`` ->
+    ``(3, 2, 1)``; ``24.10-1.1.4.0`` -> ``(24, 10)``); a glob's numbers before its first wildcard."""
+    text = re.split(r"[*?]", version or "", maxsplit=1)[0]
+    text = re.split(r"[-+~]", text, maxsplit=1)[0]
+    return tuple(int(part) for part in re.findall(r"[0-9]+", text))
+
+
+def is_downgrade(installed, wanted):
+    """Whether going from ``installed`` to ``wanted`` goes back to an older release.
+
+    The release parts are compared number by number, as far as the wanted one goes (``3.2`` is
+    not older than ``3.2.1-044000``); a wanted version that only differs after the release part
+    (an exact package build) is compared whole when both give one.
+    """
+    if not installed or not wanted:
+        return False
+    have, want = release_numbers(installed), release_numbers(wanted)
+    if not want or not have:
+        return False
+    if have[:len(want)] != want:
+        return have[:len(want)] > want
+    if "*" in wanted or "?" in wanted or len(want) < len(have):
+        return False
+    have_all = tuple(int(part) for part in re.findall(r"[0-9]+", installed))
+    want_all = tuple(int(part) for part in re.findall(r"[0-9]+", wanted))
+    return have_all[:len(want_all)] > want_all
 
 
 def versions_agree(module_version, ofed_version):
