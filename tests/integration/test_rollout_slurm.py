@@ -10,7 +10,9 @@ change with its time, so a test can tell whether the ring changed before or afte
 import json
 import os
 import re
+import signal
 import stat
+import subprocess
 import sys
 import time
 
@@ -19,7 +21,9 @@ import yaml
 
 import ansiblerun
 import hosttree
+import processes
 import slurmcluster
+from ansible_collections.rdmaops.roce.plugins.module_utils._rollout import slurm
 
 pytestmark = pytest.mark.skipif(slurmcluster.available() is not None, reason=str(slurmcluster.available()))
 
@@ -290,3 +294,128 @@ def test_a_host_that_fails_the_gate_stays_drained_with_the_finding(tmp_path, clu
     assert (tmp_path / "reports").is_dir()
     # batches of one (rdmaops_max_unavailable 1): gpu2's batch never started
     assert ring_state(hosts, "gpu2")["rx"] == 256 and in_service(cluster, "vm2")
+
+
+# -- the scheduler module against the real Slurm: someone else's drain, hangs, odd bytes ----------
+ADMIN_REASON = "disk replacement, ticket 4711"
+
+
+@pytest.fixture
+def nodes_in_service(cluster):
+    """Both nodes in service, no job and no reboot pending, before and after the test."""
+    def reset():
+        for node in cluster.nodes:
+            for argv in (["scancel", "-w", node], ["scontrol", "cancel_reboot", node],
+                         ["scontrol", "update", "NodeName=" + node, "State=RESUME"]):
+                # bytes, not text: a test leaves a reason that is not UTF-8; a node in service refuses RESUME
+                subprocess.run(argv, env=cluster.env, capture_output=True, check=False, timeout=60)
+    reset()
+    yield cluster
+    reset()
+
+
+def scheduler(cluster, check=False, **args):
+    """``ansible localhost -m rdmaops.roce.scheduler`` against the cluster: (rc, result, seconds)."""
+    started = time.time()
+    rc, result = ansiblerun.adhoc("rdmaops.roce.scheduler", json.dumps(args), dict(SLURM_CONF=cluster.conf), check=check)
+    return rc, result, time.time() - started
+
+
+def show(cluster, node):
+    """The fields of ``scontrol show node -o`` for ``node`` (Reason whole, with Slurm's [user@time])."""
+    out = cluster.run("scontrol", "show", "node", "-o", node, check=True).stdout
+    head, _sep, reason = out.strip().partition(" Reason=")
+    fields = dict(token.split("=", 1) for token in head.split() if "=" in token)
+    fields["Reason"] = reason or None
+    return fields
+
+
+def test_reboot_leaves_a_node_drained_by_hand_drained_with_its_reason(nodes_in_service):
+    """The rollout's finish step hands reboots to Slurm. On a node an admin drained, Slurm would
+    replace the reason and put the node back in service after the reboot (NextState=RESUME, which
+    Slurm 22.05 records even without nextstate=), so the module leaves it alone and says so."""
+    cluster = nodes_in_service
+    cluster.run("scontrol", "update", "NodeName=vm2", "State=DRAIN", "Reason=" + ADMIN_REASON, check=True)
+    rc, result, _took = scheduler(cluster, action="reboot", nodes=["vm2"], reason="reboot for mlxconfig next boot")
+    assert rc == 0, result
+    assert result["changed"] is False and result["foreign"] == ["vm2"] and result["acted"] == []
+    assert any("vm2 was not handed to the scheduler for a reboot" in warning and ADMIN_REASON in warning
+               for warning in result.get("warnings", [])), result.get("warnings")
+    fields = show(cluster, "vm2")
+    state = fields["State"].split("+")
+    assert "DRAIN" in state and "REBOOT_REQUESTED" not in state and "REBOOT_ISSUED" not in state, fields
+    assert fields["Reason"].startswith(ADMIN_REASON + " [root@"), fields
+    assert fields.get("NextState") in (None, "", "None"), fields  # nothing scheduled to bring it back
+    # and a resume from a rollout leaves it as it is too
+    rc, result, _took = scheduler(cluster, action="resume", nodes=["vm2"])
+    assert rc == 0 and result["changed"] is False and result["foreign"] == ["vm2"]
+    assert show(cluster, "vm2")["Reason"].startswith(ADMIN_REASON)
+
+
+def test_reboot_of_a_node_the_rollout_drained_is_handed_to_slurm_to_come_back(nodes_in_service):
+    """The other side: our own drain, a job still running, so Slurm waits (REBOOT_REQUESTED) and
+    records that the node comes back in service afterwards."""
+    cluster = nodes_in_service
+    job = cluster.submit("vm1", 120)
+    rc, result, _took = scheduler(cluster, action="drain", nodes=["vm1"], reason="mlxconfig next boot")
+    assert rc == 0 and result["acted"] == ["vm1"]
+    rc, result, _took = scheduler(cluster, action="reboot", nodes=["vm1"], reason="reboot for mlxconfig next boot")
+    assert rc == 0 and result["acted"] == ["vm1"] and result["foreign"] == []
+    fields = show(cluster, "vm1")
+    assert "REBOOT_REQUESTED" in fields["State"].split("+") and fields.get("NextState") == "RESUME", fields
+    assert fields["Reason"].startswith("rdmaops.roce: reboot for mlxconfig next boot"), fields
+    cluster.run("scancel", job)
+
+
+def test_a_hanging_site_command_is_killed_and_named_within_the_timeout(tmp_path, nodes_in_service):
+    """rdmaops_scheduler: command with a busy command that hangs (a child of its own included)."""
+    pids = tmp_path / "pids"
+    commands = dict(busy="sleep 120 & echo $! > %s; echo $$ >> %s; wait" % (pids, pids), drain="true", resume="true")
+    rc, result, took = scheduler(nodes_in_service, action="wait_idle", nodes=["gpu1"], backend="command",
+                                 commands=commands, timeout=600, command_timeout=3)
+    assert rc != 0 and result["failed"] is True
+    assert "busy command for gpu1 did not finish within 3 s (rdmaops_scheduler_timeout)" in result["msg"], result["msg"]
+    assert "sleep 120" in result["msg"]
+    assert took < 60, took  # ansible's own start-up included; the command itself is killed after 3 s (+2 for KILL)
+    assert processes.gone([int(pid) for pid in pids.read_text().split()])
+
+
+def test_a_slurm_controller_that_hangs_is_reported_within_the_timeout(nodes_in_service):
+    """slurmctld stopped (SIGSTOP: it accepts connections and never answers), so scontrol hangs
+    until MessageTimeout and beyond; the module kills it after command_timeout and says so."""
+    cluster = nodes_in_service
+    pid = int(open(os.path.join(cluster.dir, "slurmctld.pid")).read().strip())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        rc, result, took = scheduler(cluster, action="query", nodes=["vm1"], command_timeout=2)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert rc != 0 and result["failed"] is True
+    assert "scontrol show node -o vm1` did not finish within 2 s (rdmaops_scheduler_timeout)" in result["msg"], result["msg"]
+    assert "nothing was drained or changed" in result["msg"]
+
+
+def test_a_reason_that_is_not_utf8_is_read_with_replacement(nodes_in_service):
+    """scontrol stores and prints the bytes as given; the module's result must be valid UTF-8."""
+    cluster = nodes_in_service
+    subprocess.run(["scontrol", "update", "NodeName=vm2", "State=DRAIN", b"Reason=disk \xff\xfe replacement"],
+                   env=cluster.env, check=True, capture_output=True, timeout=60)
+    assert b"\xff\xfe" in subprocess.run(["scontrol", "show", "node", "-o", "vm2"], env=cluster.env, check=True,
+                                         capture_output=True, timeout=60).stdout
+    rc, result, _took = scheduler(cluster, action="query", nodes=["vm1", "vm2"])
+    assert rc == 0, result
+    vm2 = result["nodes"]["vm2"]
+    assert vm2["reason"] == "disk \ufffd\ufffd replacement" and vm2["drained"] and vm2["foreign"] and not vm2["ours"]
+    # a drain over it is refused as someone else's, and the bytes stay as they were
+    rc, result, _took = scheduler(cluster, action="drain", nodes=["vm2"], reason="nic_layer: mtu")
+    assert rc == 0 and result["foreign"] == ["vm2"] and result["changed"] is False
+    assert b"disk \xff\xfe replacement" in subprocess.run(["scontrol", "show", "node", "-o", "vm2"], env=cluster.env,
+                                                          check=True, capture_output=True, timeout=60).stdout
+
+
+def test_a_node_slurm_lists_twice_is_busy(nodes_in_service):
+    """scontrol lists a node as often as it is named: the parser merges the lines into one busy node."""
+    out = nodes_in_service.run("scontrol", "show", "node", "-o", "vm1,vm1", check=True).stdout
+    assert out.count("NodeName=vm1 ") == 2
+    vm1 = slurm.parse_show_node(out)["vm1"]
+    assert vm1.listed == 2 and vm1.busy

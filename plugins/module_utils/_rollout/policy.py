@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import heapq
+import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import DISRUPTION_CLASSES, disruption_rank
@@ -24,7 +25,8 @@ REBOOT = ("scheduler", "allowed", "never")
 GATES = ("validate", "none")
 CAPS = DISRUPTION_CLASSES
 DEFAULTS = dict(scheduler="none", drain="auto", drain_timeout=3600, drain_timeout_action="fail", max_unavailable=1,
-                reboot="scheduler", gate=None, poll_interval=10, max_disruption=None, slurm_node_name=None)
+                reboot="scheduler", gate=None, poll_interval=10, max_disruption=None, slurm_node_name=None,
+                scheduler_timeout=60)
 
 
 class RolloutError(InputError):
@@ -42,7 +44,7 @@ def _choice(settings, key, choices, problems):
 def _seconds(settings, key, problems, minimum=0):
     value = settings.get(key)
     text = value.strip() if isinstance(value, str) else value
-    if isinstance(text, str) and text.isdigit():
+    if isinstance(text, str) and re.fullmatch(r"[0-9]{1,9}", text):  # not isdigit: "²" is a digit to it
         text = int(text)
     if isinstance(text, bool) or not isinstance(text, int) or text < minimum:
         problems.append("rdmaops_%s=%r: give a whole number of seconds, at least %d" % (key, value, minimum))
@@ -69,6 +71,7 @@ def resolve_policy(settings, pool):
         gate=_choice(merged, "gate", GATES, problems),
         drain_timeout=_seconds(merged, "drain_timeout", problems),
         poll_interval=_seconds(merged, "poll_interval", problems, minimum=1),
+        scheduler_timeout=_seconds(merged, "scheduler_timeout", problems, minimum=1),
     )
     try:
         policy["max_unavailable"] = max_unavailable_count(merged["max_unavailable"], pool_size(pool))

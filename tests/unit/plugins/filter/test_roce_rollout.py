@@ -13,7 +13,8 @@ from ansible_collections.rdmaops.roce.plugins.filter.roce_rollout import (
 def test_defaults_are_todays_behaviour():
     policy = roce_rollout({}, 8)
     assert policy == dict(scheduler="none", enabled=False, drain="auto", drain_timeout=3600, drain_timeout_action="fail",
-                          max_unavailable=1, reboot="scheduler", gate="none", poll_interval=10, max_disruption=None)
+                          max_unavailable=1, reboot="scheduler", gate="none", poll_interval=10, max_disruption=None,
+                          scheduler_timeout=60)
 
 
 def test_a_scheduler_turns_the_gate_on_and_percentages_become_counts():
