@@ -66,6 +66,11 @@ options:
   interface:
     description:
       - The link whose MTU is set, by its kernel name (C(ens1f0np0), C(bond0), C(bond0.100)).
+      - "It is written into the network configuration and onto command lines, so it must be 1-15 characters of
+        C(A-Z), C(a-z), C(0-9), C(_), C(.) and C(-), the first a letter, a digit or C(_). The kernel allows more (a
+        name such as C(r0;reboot)), but such a name would be shell or file syntax in an ifupdown C(pre-up) line or an
+        ifcfg file; it is refused, naming the option, before anything is read or changed. A device below the link
+        (a bond member, a VLAN parent) whose MTU would be persisted is held to the same rule."
     type: str
     required: true
   mtu:

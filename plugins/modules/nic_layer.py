@@ -44,7 +44,9 @@ options:
     type: dict
     suboptions:
       interfaces:
-        description: The links, by kernel name.
+        description:
+          - The links, by kernel name, each held to the rule of O(rdmaops.roce.link_mtu#module:interface) (letters,
+            digits, C(_), C(.) and C(-); no shell or file syntax).
         type: list
         elements: str
         default: []
@@ -82,7 +84,7 @@ options:
     default: []
     suboptions:
       interface:
-        description: The netdev of the port.
+        description: The netdev of the port (letters, digits, C(_), C(.) and C(-), as O(link_mtu.interfaces)).
         type: str
         required: true
       device:
@@ -122,10 +124,13 @@ options:
         default: []
         suboptions:
           rail:
-            description: The rail's name (for results and messages).
+            description:
+              - The rail's name (for results and messages, and the comment above its table in C(rt_tables.d)); 1-32
+                characters of C(A-Z), C(a-z), C(0-9), C(_) and C(-), the first a letter or a digit. Omitted, the
+                netdev's name.
             type: str
           interface:
-            description: The netdev.
+            description: The netdev (letters, digits, C(_), C(.) and C(-), as O(link_mtu.interfaces)).
             type: str
             required: true
           address:
@@ -160,6 +165,11 @@ options:
             file of the user's (systemd-networkd's .network, netplan, an ifupdown stanza) is not ours to edit: it comes back when that
             file is applied again (a reboot, C(networkctl reload) after a drop-in changed, C(netplan apply), C(ifup)). systemd 252
             (Debian 12) has no way for a drop-in to clear it (an empty C(Address=) is refused there)."
+          - "Never on the management path (the management path of M(rdmaops.roce.link_mtu), with
+            O(link_mtu.management_interfaces)): an address that would be removed from such a netdev, live, from
+            its NetworkManager profile or from its ifcfg file, is refused before anything is changed, naming the
+            netdev and why it is on the path. So is a rule from the SSH connection's own address into a rail's
+            table, and the removal of a route of a management netdev from a rail's table."
         type: bool
         default: false
       arp_ignore:

@@ -10,7 +10,8 @@
 #   cleared, a counter reset (tests/lab/monitor.py) -> down
 # Two rails (issue 24, tests/lab/rails.py): right after boot the ARP flux is shown on the wire (rail
 # 2's traffic leaves rail 1); after the converge and after the reboot, rules, tables and sysctls
-# are as planned and rail 2's ping and RDMA stay on rail 2.
+# are as planned and rail 2's ping and RDMA stay on rail 2; a rail with exclusive on vm1's management NIC
+# is refused, its address, default route and SSH untouched.
 # `lab.py up` checks the fabric before anything uses it (every VM answers the others' pings, rxe0
 # ACTIVE; a VM whose path is dead is healed), and the tier checks it again after the converge.
 # Every step's wall time is printed; the lab is taken down whatever happens.
@@ -259,7 +260,7 @@ lab_own_state() {
   fi
 }
 
-# lab_rails ARGS...: tests/lab/rails.py (flux | check [--subnet-per-rail]) on the running lab.
+# lab_rails ARGS...: tests/lab/rails.py (flux | check [--subnet-per-rail] | management -i INV) on the running lab.
 lab_rails() {
   python3 "$REPO_ROOT/tests/lab/rails.py" "$@"
 }
@@ -329,6 +330,7 @@ tier_lab() {
     _lab_step "converge: site.yml" ansible-playbook -i "$inv" playbooks/site.yml -e rdmaops_scheduler=none
     _lab_step "fabric health after converge" lab_cli status
     _lab_step "rails: per-rail paths (one subnet)" lab_rails check
+    _lab_step "rails: exclusive on the mgmt NIC refused" lab_rails management -i "$inv" --vm vm1
     _lab_step "idempotent re-run: changed=0" lab_converge_idempotent "$inv"
     _lab_step "ToS on the wire: vm1 <-> vm2" lab_tos_on_wire vm1 vm2
     _lab_step "reboot vm2 (state survives)" lab_reboot_keeps vm2

@@ -125,3 +125,49 @@ def test_a_name_the_kernel_refuses_fails_before_any_tool_runs(lab_tree):
     assert result["msg"].startswith("interface='ens4:1' is not a kernel interface name")
     assert result["option"] == "interface"
     assert not (bindir / "ip.log").exists()
+
+
+HOSTILE_STANZA = "\nallow-hotplug r0;reboot\niface r0;reboot inet dhcp\n"
+
+
+@pytest.fixture
+def hostile_tree(tmp_path):
+    """The lab tree with a netdev named ``r0;reboot`` (Linux accepts it) that an ifupdown dhcp stanza configures."""
+    root = tmp_path / "root"
+    host = LinkHost(root)
+    host.link("ens3", addrs=["10.0.2.15/24"], driver="virtio_net", max_mtu=65535)
+    host.link("r0;reboot", driver="virtio_net", max_mtu=65535)
+    host.materialize()
+    host.file("/etc/network/interfaces", "auto ens3\niface ens3 inet static\n    address 10.0.2.15/24\n" + HOSTILE_STANZA)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    # nothing may run: every command fails loudly and is logged
+    (bindir / "ip").write_text("#!/bin/sh\necho \"$@\" >> %s/ip.log\nexit 1\n" % bindir)
+    (bindir / "ip").chmod(0o755)
+    env = dict(RDMAOPS_HOST_ROOT=str(root), PATH=str(bindir) + os.pathsep + os.environ["PATH"],
+               SSH_CONNECTION="10.0.2.2 51234 10.0.2.15 22")
+    return host, bindir, env
+
+
+def test_a_netdev_name_holding_shell_is_refused_by_link_mtu_and_nic_layer_with_ifupdown(hostile_tree):
+    # the old code wrote "pre-up ip link set dev r0;reboot mtu 9000" (or "up ip link set dev r0;reboot up"
+    # for a rail) into /etc/network/interfaces, which ifup runs through /bin/sh at every boot
+    host, bindir, env = hostile_tree
+    original = host.read("/etc/network/interfaces")
+    result = adhoc(json.dumps(dict(interface="r0;reboot", mtu=9000, backend="ifupdown")), env)
+    assert result["failed"] is True and result["changed"] is False
+    assert result["msg"].startswith("interface='r0;reboot' is refused: the kernel allows it, but it holds a character that is "
+                                    "shell or file syntax")
+    assert result["option"] == "interface"
+    layer = dict(link_mtu=dict(interfaces=["r0;reboot"], mtu=9000, backend="ifupdown"))
+    for args, option in ((layer, "link_mtu.interfaces[0]"),
+                         (dict(rails=dict(links=[dict(interface="r0;reboot", address="10.10.0.1", prefix=31, table=100)],
+                                          backend="ifupdown")), "rails.links[0].interface"),
+                         (dict(rails=dict(links=[dict(interface="ens3", rail="rail0\n100\tmain", address="10.10.0.1", prefix=31,
+                                                      table=100)])), "rails.links[0].rail")):
+        _rc, result = ansiblerun.adhoc("rdmaops.roce.nic_layer", json.dumps(args), env)
+        assert result["failed"] is True and result["changed"] is False, result
+        assert result["option"] == option and result["msg"].startswith(option + "="), result["msg"]
+        assert "Traceback" not in result["msg"] and "\n" not in result["msg"]
+    assert host.read("/etc/network/interfaces") == original
+    assert not (bindir / "ip.log").exists() and not host.exists("/etc/iproute2/rt_tables.d/rdmaops.conf")

@@ -3,6 +3,7 @@
     python3 tests/lab/rails.py flux                      # a fresh lab, before site.yml
     python3 tests/lab/rails.py check                     # after site.yml (both rails in one subnet)
     python3 tests/lab/rails.py check --subnet-per-rail   # after tests/lab/rails-subnet-per-rail.yml
+    python3 tests/lab/rails.py management -i INVENTORY   # any time the lab is up (a few seconds)
 
 Every VM has rail 1 (its fabric NIC, rxe0, leaf bridge br-fabric) and rail 2 (a second NIC, rxe1,
 leaf br-rail2) in the lab's network namespace; tcpdump runs there, on each VM's switch port (its
@@ -22,6 +23,11 @@ rail-2 netdev's rx_packets moved); ARP for vm1's rail-2 address asked on rail 1 
 (one-subnet scenario); RoCE v2 over RDMA-CM from vm1's rail-2 address reaches vm2's rxe1 (the
 packets on the rail-2 leaf, rxe1's counters moved on both VMs, rxe0's did not). Exit 0 when all
 hold, 1 with what did not.
+
+``management``: nic_layer with a rail on a VM's management NIC (the one holding the default route
+and the SSH connection's address) and ``exclusive: true`` is refused before anything is touched:
+the management address, the default route and SSH are intact, the rail's address and rule were
+never added. Exit 0 when so, 1 with what was not.
 """
 
 from __future__ import annotations
@@ -266,6 +272,46 @@ def check(lab, subnet_per_rail=False, only=None):
     return 0
 
 
+MGMT_RAIL = dict(rail="mgmtcheck", address="198.51.100.9", prefix=24, table=4242)  # TEST-NET-2: never the lab's
+
+
+def management(lab, inventory, vm):
+    """A rail with ``exclusive`` on the management NIC: refused, nothing touched, SSH intact."""
+    route = json.loads(lab.out(vm, "ip -j -4 route show default") or "[]")
+    if not route:
+        raise SystemExit("%s: no IPv4 default route" % vm)
+    dev = route[0]["dev"]
+    read = "ip -4 -o addr show dev %s; echo ==; ip -4 route show default; echo ==; ip -4 rule show" % dev
+    before = lab.out(vm, read)
+    params = dict(rails=dict(links=[dict(MGMT_RAIL, interface=dev)], exclusive=True, backend="runtime", persist=False))
+    t0 = time.monotonic()
+    run = subprocess.run(["ansible", vm, "-i", inventory, "-m", "rdmaops.roce.nic_layer", "-a", json.dumps(params)],
+                         capture_output=True, text=True, timeout=300, check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    took = time.monotonic() - t0
+    after = lab.out(vm, read)
+    answer = run.stdout.split("=>", 1)[-1]
+    try:
+        msg = json.loads(answer).get("msg", "")
+    except ValueError:
+        msg = run.stdout[-500:] + run.stderr[-500:]
+    print("%s: nic_layer with a rail on the management NIC %s, exclusive (%.1f s): rc %d\n    %s" % (vm, dev, took, run.returncode, msg))
+    problems = []
+    if run.returncode == 0 or not re.match(r"refusing to remove .* \(rails\.exclusive, live\) from %s: it is on the path that carries "
+                                             r"the Ansible connection \(%s holds " % (re.escape(dev), re.escape(dev)), msg):
+        problems.append("the rail on %s was not refused as the management path: %s" % (dev, msg or run.stdout[-300:]))
+    if after != before:
+        problems.append("%s's addresses, default route or rules changed:\n%s\n-- now --\n%s" % (vm, indent(before), indent(after)))
+    if MGMT_RAIL["address"] in after or "lookup %d" % MGMT_RAIL["table"] in after:
+        problems.append("the rail's address or rule was added on %s" % vm)
+    if lab.ssh(vm, "true", timeout=60).returncode != 0:
+        problems.append("%s no longer answers SSH" % vm)
+    if problems:
+        print("MANAGEMENT CHECK FAILED:\n%s" % "\n".join("  - " + p for p in problems))
+        return 1
+    print("%s: the management address, default route and rules are as they were; SSH answers" % vm)
+    return 0
+
+
 COUNTERS = "for d in rxe0 rxe1; do echo $d $(cat /sys/class/infiniband/$d/ports/1/hw_counters/sent_pkts) " \
            "$(cat /sys/class/infiniband/$d/ports/1/hw_counters/rcvd_pkts); done"
 
@@ -336,13 +382,19 @@ def main(argv=None):
     chk.add_argument("--vms", help="only these VMs (comma-separated; default every VM of the lab), e.g. those an overlay was applied to")
     chk.add_argument("--subnet-per-rail", action="store_true", help="rail 2 in %s (tests/lab/rails-subnet-per-rail.yml)"
                      % RAIL2_SUBNET_PER_RAIL)
+    mgmt = sub.add_parser("management", help="a rail with exclusive on the management NIC is refused; nothing touched")
+    mgmt.add_argument("-i", "--inventory", required=True, help="the inventory that reaches the lab")
+    mgmt.add_argument("--vm", default="vm1", help="the VM (default vm1)")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
     lab = Lab()
     only = set(args.vms.split(",")) if getattr(args, "vms", None) else None
     if only and (not only <= set(lab.vms) or len(only) < 2):
         raise SystemExit("--vms %s: name two VMs or more of the lab (%s)" % (args.vms, ", ".join(sorted(lab.vms))))
-    rc = flux(lab) if args.command == "flux" else check(lab, args.subnet_per_rail, only)
+    if args.command == "management":
+        rc = management(lab, args.inventory, args.vm)
+    else:
+        rc = flux(lab) if args.command == "flux" else check(lab, args.subnet_per_rail, only)
     print("rails.py %s: %.1f s" % (args.command, time.monotonic() - t0))
     return rc
 
