@@ -290,9 +290,9 @@ def test_a_host_that_fails_the_gate_stays_drained_with_the_finding(tmp_path, clu
     assert proc.returncode != 0
     state, reason = cluster.node("vm1")
     assert "DRAIN" in state and reason.startswith("rdmaops.roce: gate failed: ") and "mtu" in reason, reason
-    assert "gpu1 failed the gate (" in out and "the next batch is not started" in out
+    assert "gpu1 failed the gate (" in out and "the next wave is not started" in out
     assert (tmp_path / "reports").is_dir()
-    # batches of one (rdmaops_max_unavailable 1): gpu2's batch never started
+    # waves of one (rdmaops_max_unavailable 1): gpu2's wave never started
     assert ring_state(hosts, "gpu2")["rx"] == 256 and in_service(cluster, "vm2")
 
 

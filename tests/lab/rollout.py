@@ -1,14 +1,15 @@
 """Prove the rollout (rdmaops_scheduler: slurm) on the lab with its real Slurm: slurmctld in the lab's
 namespace, slurmd on the VMs (tests/lab/slurmlab.py). Sleep jobs stand for training runs. Runs on a
-converged lab; each scenario is one `site.yml --tags tuning,nic` run in batches of one host
-(rdmaops_max_unavailable 1), with what differs from inventories/lab in an overlay inventory:
+converged lab; each scenario is one `site.yml --tags tuning` run (two at once for parallel), in
+phase two waves of one host (rdmaops_max_unavailable 1), with what differs from inventories/lab in an
+overlay inventory:
 
   disruptive  a job on vm1 and a link reset for vm1 only (its fabric NIC's rings 128 <-> 256), an
-              online change for vm2 (a sysctl) under a job of its own: vm1 is drained with our
-              reason and the rollout waits; the job, released by this test 10 s after the drain,
-              ends COMPLETED; the rings change only after that (sampled while it ran), the gate
-              passes, vm1 is back in service; vm2 is never drained, its job runs on, its sysctl
-              changed; vm2's gate is paired with vm1, outside its batch (the jumbo path vm2 -> vm1)
+              online change for vm2 (a sysctl) under a job of its own: phase one changes vm2 in
+              place (never drained, its job runs on); in phase two vm1 is drained with our reason
+              and the rollout waits; the job, released by this test 10 s after the drain, ends
+              COMPLETED; the rings change only after that (sampled while it ran), the gate passes,
+              vm1 is back in service; vm1's gate is paired with vm2, outside its wave (the path)
   skip        vm2 drained by hand (another reason), a job on vm1, the rings back to 128 with
               rdmaops_drain_timeout 5 and action skip: vm1 is unchanged and in service, its job
               runs on, vm2 still drained with its own reason
@@ -17,8 +18,19 @@ converged lab; each scenario is one `site.yml --tags tuning,nic` run in batches 
   gate        the jobs cancelled, vm1's rdma_cm ToS broken by hand (a fault the tuning run does not
               fix); the next run drains vm1 (after the fail scenario: finds it drained by a rollout and
               finishes it), and the gate fails:
-              vm1 stays drained with the finding in its reason, vm2's batch is not run, the play
-              fails after writing the report
+              vm1 stays drained with the finding in its reason, no further wave runs, the play
+              fails after writing the report (the lab is put back before the next scenario)
+
+  limit       rdmaops_max_unavailable: 1 in the inventory (no -e): a link reset for both VMs (their
+              rings), the gate off: phase two drains them one wave after the other; sinfo sampled
+              every second never shows two nodes out at once; both changed, both back in service
+  parallel    the same change back, as two runs at once (--limit vm1, --limit vm2, as job slices
+              would): both succeed, and never two nodes out in two samples in a row (a drain that
+              finds the other run's is stepped back within the instant of one sample)
+  handdrain   vm2 drained by hand ("disk replacement, ticket 4711") and a change that needs a reboot
+              for vm2 (GRUB kernel arguments: a drop-in and a stand-in update-grub put in place by
+              this test, removed afterwards): the rollout changes vm2 (out of service anyway) but
+              neither reboots it through Slurm nor resumes it; vm2 keeps its reason and stays drained
 
 Afterwards the lab is put back by hand, as an operator would after reading the report: vm1's ToS
 re-applied (its boot unit), both nodes resumed.
@@ -43,7 +55,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 LAB = [sys.executable, os.path.join(HERE, "lab.py")]
 SITE = os.path.join(REPO, "playbooks", "site.yml")
-SCENARIOS = ("disruptive", "skip", "fail", "gate")
+SCENARIOS = ("disruptive", "skip", "fail", "gate", "limit", "parallel", "handdrain")
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", re.M)
 SYSCTL = "net.core.rmem_max"
 HAND_REASON = "disk replacement, ticket 4711"
@@ -122,14 +134,19 @@ class Run:
         self.workdir = workdir
         self.count = 0
 
-    def __call__(self, host_vars, extra, tags="tuning"):
+    def __call__(self, host_vars, extra, tags="tuning", limit=None, inventory_vars=None):
         self.count += 1
         overlay = os.path.join(self.workdir, "overlay-%d.yml" % self.count)
+        hosts = dict((vm, dict(inventory_vars or {}, **host_vars.get(vm, {}))) for vm in ("vm1", "vm2")) \
+            if inventory_vars else host_vars
         with open(overlay, "w") as handle:
-            json.dump({"all": {"children": {"rdma_hosts": {"hosts": host_vars}}}}, handle)  # JSON is YAML
-        settings = dict({"rdmaops_max_unavailable": 1, "rdmaops_scheduler_poll_interval": 2, "validate_rdma": False,
+            json.dump({"all": {"children": {"rdma_hosts": {"hosts": hosts}}}}, handle)  # JSON is YAML
+        settings = dict({"rdmaops_scheduler_poll_interval": 2, "validate_rdma": False,
                          "validate_report_dir": os.path.join(self.workdir, "reports-%d" % self.count)}, **extra)
+        if not inventory_vars or "rdmaops_max_unavailable" not in inventory_vars:
+            settings.setdefault("rdmaops_max_unavailable", 1)
         argv = ["ansible-playbook", "-i", self.inventory, "-i", overlay, SITE, "--tags", tags, "-e", json.dumps(settings)]
+        argv += ["--limit", limit] if limit else []
         t0 = time.time()
         proc = subprocess.run(argv, check=False, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_NOCOLOR="1"),
                               cwd=REPO, timeout=1500)
@@ -137,7 +154,8 @@ class Run:
         with open(os.path.join(self.workdir, "run-%d.out" % self.count), "w") as handle:
             handle.write(out)
         where = os.path.join(self.workdir, "run-%d.out" % self.count)
-        print("  site.yml --tags %s: rc %d, %.0f s (output: %s)" % (tags, proc.returncode, time.time() - t0, where))
+        print("  site.yml --tags %s%s: rc %d, %.0f s (output: %s)" % (
+            tags, " --limit " + limit if limit else "", proc.returncode, time.time() - t0, where), flush=True)
         return proc.returncode, out, settings["validate_report_dir"]
 
 
@@ -211,14 +229,15 @@ def scenario_disruptive(run, ctx):
     expect(ssh("vm2", "sysctl -n %s" % SYSCTL) == new_sysctl, "vm2's %s is %s (changed in place)" % (SYSCTL, new_sysctl))
     line = batch_line(out, "vm2")
     expect("drained" not in line, "vm2: %s" % line, out)
-    # vm2's batch was gated against vm1, rolled out and gated before it: the path (reachability, then
-    # the intent's MTU unfragmented). Not perftest here: RDMA-CM from vm2 resolves vm1 through rail 2
-    # in the two-rail lab (both rails in one subnet, rail 2's route first in vm2's main table;
-    # docs/multirail.md), so a perftest from vm2 cannot connect whatever the gate does
+    # vm1's wave was gated against vm2, which phase one finished (changed in place) and which stays in
+    # service: the path between them (reachability, then the intent's MTU unfragmented). Not perftest
+    # here: RDMA-CM from vm2 resolves vm1 through rail 2 in the two-rail lab (both rails in one subnet,
+    # rail 2's route first in vm2's main table; docs/multirail.md)
     with open(latest_report(reports, "report.json"), encoding="utf-8") as handle:
         report = json.load(handle)
     pairs = sorted("%s %s -> %s" % (m["kind"], m["host"], m["peer"]) for m in report.get("measurements", []) if m.get("peer"))
-    expect("ping vm2 -> vm1" in pairs, "vm2's gate checked the path to vm1, outside its batch: %s" % ", ".join(pairs))
+    expect(any(pair in pairs for pair in ("ping vm1 -> vm2", "ping vm2 -> vm1")),
+           "vm1's gate checked the path to vm2, outside its wave: %s" % ", ".join(pairs))
     ctx["rings"], ctx["changed_rings"] = ctx["rings"], target
 
 
@@ -267,9 +286,118 @@ def scenario_gate(run, ctx):
     state, reason = node("vm1")
     expect("DRAIN" in state and (reason or "").startswith("rdmaops.roce: gate failed: ") and "tos" in reason,
            "vm1 stays drained with the finding in its reason: %r" % reason)
-    expect("the next batch is not started" in out and not re.search(r"^TASK .*\n.*\[vm2\]", out.split("failed the gate", 1)[-1], re.M),
+    expect("the next wave is not started" in out and not re.search(r"^TASK .*\n.*\[vm2\]", out.split("failed the gate", 1)[-1], re.M),
            "vm2's batch was not run", out)
     expect(latest_report(reports, "report.md") is not None, "the report was written (%s)" % latest_report(reports, "report.md"))
+
+
+class Sinfo(threading.Thread):
+    """Which of vm1 and vm2 are out of service (drained, down, rebooting), every second."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.samples, self.stop = [], threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            out = slurm("sinfo", "-h", "-N", "-o", "%N %T", check=False)
+            states = dict(line.split(None, 1) for line in out.splitlines() if len(line.split(None, 1)) == 2)
+            out_now = sorted(name for name, state in states.items() if name in ("vm1", "vm2")
+                             and re.search(r"drain|down|reboot|maint|fail", state))
+            self.samples.append((time.time(), out_now))
+            self.stop.wait(1)
+
+
+def other_rings(ctx):
+    return 256 if rings("vm1") == 128 else 128
+
+
+def tidy(ctx):
+    """Before the scenarios below: the jobs and drains the earlier ones left, and vm1's ToS the gate
+    scenario broke, put back."""
+    for key in ("job", "job_vm1", "job_vm2"):
+        if ctx.get(key):
+            slurm("scancel", ctx.pop(key), check=False)
+    if set(ctx["ran"]) & {"skip", "fail", "gate"}:
+        put_back()
+
+
+def scenario_limit(run, ctx):
+    tidy(ctx)
+    target = other_rings(ctx)
+    sampler = Sinfo()
+    sampler.start()
+    try:
+        rc, out, _reports = run({}, {"rdmaops_gate": "none"},
+                                inventory_vars={"rdmaops_max_unavailable": 1, "tuning_nic_rings": {"rx": target, "tx": target}})
+    finally:
+        sampler.stop.set()
+        sampler.join()
+    expect(rc == 0, "the rollout succeeded", out)
+    expect("2 host(s) to drain in 2 wave(s) of at most 1" in " ".join(out.split()),
+           "phase two planned two waves of one host from the inventory's rdmaops_max_unavailable", out)
+    both = [sample for sample in sampler.samples if len(sample[1]) > 1]
+    expect(not both and any(sample[1] for sample in sampler.samples),
+           "never two nodes out at once (%d sinfo samples, %d with one node out)"
+           % (len(sampler.samples), sum(1 for sample in sampler.samples if sample[1])))
+    expect(rings("vm1") == target and rings("vm2") == target, "both VMs' rings are %d" % target)
+    expect(not drained("vm1") and not drained("vm2"), "both back in service")
+
+
+def scenario_parallel(run, ctx):
+    tidy(ctx)
+    target = other_rings(ctx)
+    sampler = Sinfo()
+    results = {}
+
+    def one(vm):
+        results[vm] = run({}, {"rdmaops_gate": "none"}, limit=vm,
+                          inventory_vars={"rdmaops_max_unavailable": 1, "tuning_nic_rings": {"rx": target, "tx": target}})
+
+    sampler.start()
+    threads = [threading.Thread(target=one, args=(vm,)) for vm in ("vm1", "vm2")]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sampler.stop.set()
+        sampler.join()
+    for vm in ("vm1", "vm2"):
+        expect(results[vm][0] == 0, "the run with --limit %s succeeded" % vm, results[vm][1])
+    both = [index for index, sample in enumerate(sampler.samples) if len(sample[1]) > 1]
+    expect(not any(index + 1 in both for index in both),
+           "never two nodes out in two samples in a row (%d samples, %d with both out for an instant)"
+           % (len(sampler.samples), len(both)))
+    expect(rings("vm1") == target and rings("vm2") == target, "both VMs' rings are %d" % target)
+    expect(not drained("vm1") and not drained("vm2"), "both back in service")
+
+
+GRUB_STAND_IN = "/usr/local/sbin/update-grub"
+
+
+def scenario_handdrain(run, ctx):
+    tidy(ctx)
+    # a boot loader configuration the GRUB drop-in can go into, and an update-grub that logs its call
+    made_default = ssh("vm2", "test -e /etc/default/grub && echo yes || echo no") == "no"
+    ssh("vm2", "mkdir -p /etc/default/grub.d; [ -e /etc/default/grub ] || echo 'GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"' "
+               "> /etc/default/grub; printf '#!/bin/sh\necho called >> /run/rdmaops-update-grub\n' > %s; chmod +x %s"
+        % (GRUB_STAND_IN, GRUB_STAND_IN))
+    slurm("scontrol", "update", "NodeName=vm2", "State=DRAIN", "Reason=%s" % HAND_REASON)
+    try:
+        rc, out, _reports = run({"vm2": {"tuning_gpudirect_iommu": "passthrough"}}, {"rdmaops_gate": "none"})
+        expect(rc == 0, "the rollout succeeded", out)
+        flat = " ".join(out.split())
+        expect("held back for a drain (reboot)" in flat, "vm2's kernel arguments were held back as a reboot", out)
+        state, reason = node("vm2")
+        expect("DRAIN" in state and reason == HAND_REASON and "REBOOT" not in state,
+               "vm2 keeps its reason, stays drained and is not handed to Slurm for a reboot: %s, %r" % (state, reason))
+        expect(ssh("vm2", "cat /run/rdmaops-update-grub 2>/dev/null") != "", "vm2 was changed (update-grub ran)")
+    finally:
+        ssh("vm2", "rm -f /etc/default/grub.d/*rdmaops* %s /run/rdmaops-update-grub%s"
+            % (GRUB_STAND_IN, "; rm -f /etc/default/grub" if made_default else ""))
+        slurm("scontrol", "update", "NodeName=vm2", "State=RESUME", check=False)
 
 
 def put_back():

@@ -11,7 +11,9 @@ import signal
 import subprocess
 import time
 
-PORT_BASE = 16817  # not Slurm's default 6817, so a cluster of the machine's own is left alone
+# not Slurm's default 6817, so a cluster of the machine's own is left alone; RDMAOPS_TEST_SLURM_PORT
+# moves it, so that two checkouts (or two people) can run the rollout's tests at once
+PORT_BASE = int(os.environ.get("RDMAOPS_TEST_SLURM_PORT", "16817"))
 
 
 def available():

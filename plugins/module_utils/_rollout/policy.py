@@ -164,13 +164,14 @@ def plan_waves(hosts, limit, others_out=0, serial=None):
             raise RolloutError("unknown host status %r for %s: in, ours or out" % (status, host))
         (fresh if status == "in" else already).append((host, status))
     foreign_out = sum(1 for _host, status in already if status == "out")
-    room = max(1, limit - int(others_out) - foreign_out)
+    free = limit - int(others_out) - foreign_out
+    room = max(1, free)
     size = min(room, serial) if serial else room
     waves = []
     if already:
         # the interrupted ones hold capacity already; the first wave adds only what is left of it
         ours = sum(1 for _host, status in already if status == "ours")
-        take = max(0, size - ours)
+        take = max(0, min(size, free) - ours)
         waves.append([host for host, _status in already] + [host for host, _status in fresh[:take]])
         fresh = fresh[take:]
     for start in range(0, len(fresh), size):

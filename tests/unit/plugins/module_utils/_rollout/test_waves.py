@@ -80,3 +80,8 @@ def test_partners_are_the_nearest_rolled_out_hosts():
     assert gate_partners(order, ["g5", "g6"], ["g0", "g4", "g9", "g5"]) == ["g4", "g9"]
     assert gate_partners(order, ["g5"], []) == []
     assert gate_partners(order, ["g5"], ["g3", "g7"]) == ["g3"]  # a tie: the earlier one
+
+
+def test_no_room_beside_someone_elses_drain_puts_new_hosts_in_later_waves():
+    # limit 1, b drained by an admin (it stays out): a is not drained beside it in the first wave
+    assert plan_waves(hosts("a:in", "b:out"), 1) == [["b"], ["a"]]
