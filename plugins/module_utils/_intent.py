@@ -17,6 +17,14 @@ import copy
 import re
 
 from ansible.module_utils.six.moves.collections_abc import Mapping
+# The two low ToS bits are the ECN field (RFC 3168): the intent's ToS is DSCP << 2 | ECN bits.
+from ansible_collections.rdmaops.roce.plugins.module_utils._qos.codepoints import (  # noqa: F401 (re-exported)
+    CE,
+    ECN_MASK,
+    ECT0,
+    ECT1,
+    NOT_ECT,
+)
 
 PRESETS = {
     # PFC and ECN on the RoCE priority: the NVIDIA "lossless RoCE" profile.
@@ -54,12 +62,6 @@ SWITCH_MTU_MAX_WORD = "max"
 
 MTU_MIN = 1280  # the IPv6 minimum; RoCE needs at least 1024 bytes of payload
 MTU_MAX = 9216  # the largest L2 MTU common switch ASICs accept
-# The two low ToS bits are the ECN field (RFC 3168): the intent's ToS is DSCP << 2 | ECN bits.
-NOT_ECT = 0  # not ECN-capable
-ECT1 = 1  # ECN-capable transport, codepoint 1
-ECT0 = 2  # ECN-capable transport codepoint the NICs set on RoCE packets
-CE = 3  # congestion experienced: set by a switch, never by a sender
-ECN_MASK = 3
 
 # The keys whose values are mappings of their own: (known keys, an example entry).
 SUB_MAPPINGS = {

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.ports import roce_ports  # noqa: F401 (re-exported)
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (
     GPU_CLASSES,
     IB_CLASS,
@@ -400,20 +401,3 @@ def _numeric(name):
         return (0, int(name))
     except ValueError:
         return (1, name)
-
-
-def roce_ports(rdma, interfaces=None):
-    """``(device, port name, port, netdev)`` for every Ethernet (RoCE) port with a netdev in the
-    facts ``rdma`` (``ansible_facts.rdma``), devices and ports in order; only netdevs in
-    ``interfaces`` (a list, or one name) when given."""
-    if isinstance(interfaces, str):
-        # one netdev name, not a list of its characters
-        interfaces = [interfaces]
-    wanted = set(interfaces) if interfaces else None
-    for device in sorted(rdma["devices"]):
-        ports = rdma["devices"][device].get("ports") or {}
-        for port_name in sorted(ports, key=lambda name: int(name) if str(name).isdigit() else 0):
-            port = ports[port_name]
-            netdev = port.get("netdev")
-            if port.get("link_layer") == "Ethernet" and netdev and (wanted is None or netdev in wanted):
-                yield device, port_name, port, netdev

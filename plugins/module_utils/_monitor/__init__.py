@@ -10,3 +10,6 @@ __metaclass__ = type
 # The collection's version, exported as rdmaops_roce_collector_info{version=...}; a unit test
 # keeps it equal to galaxy.yml's.
 COLLECTION_VERSION = "0.1.0"
+# The file the collector writes in node_exporter's textfile directory (monitor_collector removes it
+# with state=absent; it does not import the collector to know its name).
+TEXTFILE_NAME = "rdmaops_roce.prom"

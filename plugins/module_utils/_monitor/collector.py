@@ -37,14 +37,13 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import R
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts, roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import IB_CLASS, kernel_release
-from ansible_collections.rdmaops.roce.plugins.module_utils._monitor import COLLECTION_VERSION
+from ansible_collections.rdmaops.roce.plugins.module_utils._monitor import COLLECTION_VERSION, TEXTFILE_NAME
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor.exposition import Exposition, metric_name
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor.runtime import CollectorModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers import ethtool_stats
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer, ports_from_intent
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import host_findings, read_inputs
 
-TEXTFILE_NAME = "rdmaops_roce.prom"
 TEXTFILE_MARKER = "Managed by rdmaops.roce (monitor): rdmaops-roce-collector rewrites this file on every run."
 # a sysfs counter's text (without its newline); the kernel's counters are u64
 COUNTER_TEXT = re.compile(r"[0-9]+")

@@ -31,11 +31,12 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import E
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import roce_ports
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends as mtu_backends
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.rails import RailLinks
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.ports import roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos import boot, ecn, nic_qos, tos
+
+# The MTU and rail engines (_mtu: every network stack's configuration formats) are imported where a
+# link or a rail is asked for: a QoS-only read (the validate role, the monitor's collector) never
+# loads them, nor does a host without rails load the rails' engine.
 
 PARTS = ("qos", "ecn", "tos")
 # link_mtu's options, passed through to each link's engine
@@ -98,9 +99,12 @@ class NicLayer(Engine):
         if not ports and not link_mtu.get("interfaces") and not rails.get("links"):
             raise InputError("nothing to do: give ports (RDMA ports and their QoS), link_mtu.interfaces (links and their MTU) "
                              "or rails.links (the rail addresses of the RDMA netdevs)", option="ports")
-        self.config_ctx = mtu_backends.Context(self.host, self.runner, Links(self.host))
+        if link_mtu.get("interfaces") or rails.get("links"):
+            from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends as mtu_backends
+            self.config_ctx = mtu_backends.Context(self.host, self.runner, Links(self.host))
         self._validate_mtu(link_mtu)
         if rails.get("links"):
+            from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.rails import RailLinks
             # the links' management guard covers the rails too: the same detector, the same interfaces
             self.rails = RailLinks(self.ctx, rails, self.config_ctx, environ=self.environ,
                                    management_interfaces=link_mtu.get("management_interfaces") or ())
@@ -128,6 +132,7 @@ class NicLayer(Engine):
         names = link_mtu.get("interfaces") or []
         if not names:
             return
+        from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
         if link_mtu.get("mtu") is None:
             raise InputError("link_mtu.mtu is required with link_mtu.interfaces (9000 for jumbo RoCE)", option="link_mtu.mtu")
         if len(set(names)) != len(names):
@@ -172,7 +177,8 @@ class NicLayer(Engine):
         if self.rails is not None:
             self.rails.plan(plan)
         if self.rails is None:
-            LinkMtu.plan_shared(plan, self.mtu_engines, adopt=bool(self.params.get("adopt")))
+            if self.mtu_engines:
+                self.mtu_engines[0].plan_shared(plan, self.mtu_engines, adopt=bool(self.params.get("adopt")))
         else:
             # the files the MTU and the rails staged, each written once, then each activation once
             self.config_ctx.plan_files(plan, adopt=bool(self.params.get("adopt")))

@@ -34,7 +34,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import E
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import full_match
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import IB_CLASS, MODULES
-from ansible_collections.rdmaops.roce.plugins.module_utils._intent import CE, ECN_MASK, ECT0
+from ansible_collections.rdmaops.roce.plugins.module_utils._qos.codepoints import CE, ECN_MASK, ECT0
 
 CONFIGFS = "/sys/kernel/config"
 RDMA_CM = CONFIGFS + "/rdma_cm"

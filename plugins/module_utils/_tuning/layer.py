@@ -25,8 +25,6 @@ __metaclass__ = type
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, VerifyError
-from ansible_collections.rdmaops.roce.plugins.module_utils._host import gpudirect
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.ethtool import NicEthtoolEngine
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.memlock import MemlockEngine
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.sysctl import SysctlProfileEngine
@@ -36,7 +34,9 @@ PARTS = (("sysctl", SysctlProfileEngine), ("memlock", MemlockEngine), ("nic", Ni
 
 
 def rdma_netdevs(host):
-    """The netdevs of the host's RDMA ports, from sysfs alone."""
+    """The netdevs of the host's RDMA ports, from sysfs alone (the role passes them from the facts: the
+    facts reader is loaded only when it passes none)."""
+    from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
     return sorted(RdmaFacts(host, None, use_tools=False, gpu_topology=False).gather()["netdevs"])
 
 
@@ -115,6 +115,8 @@ class TuningLayer(Engine):
     def _read_gpudirect(self):
         """The GPUDirect report (read only), once the parts are applied; never on a failure."""
         if self.params.get("gpudirect") is not None:
+            # GPU hosts only: the GPUDirect reader is loaded where it is asked for
+            from ansible_collections.rdmaops.roce.plugins.module_utils._host import gpudirect
             self.gpudirect = gpudirect.gather(self.ctx, self.params["gpudirect"])["ansible_facts"]
 
     def _part_changed(self, name):

@@ -89,10 +89,12 @@ def _link_problem(link):
     return "the plan's link lacks a readable %s" % ", ".join(missing) if missing else None
 
 
-def rail_findings(host, state, states=None):
+def rail_findings(host, state, states=None, peers=None):
     """Findings for one host's rails (an empty list for a host without a rail plan). ``states``
-    (every host's state) gives the peers' plans and receive counters. Data of another type than
-    its producer writes is not checked (``passed`` None), never compared."""
+    (every host's state) gives the peers' plans and receive counters; ``peers`` is
+    :func:`rail_peers` of ``states`` when the caller checks many hosts (built here when needed
+    otherwise). Data of another type than its producer writes is not checked (``passed`` None),
+    never compared."""
     rails = state.get("rails") if isinstance(state, dict) else None
     if not isinstance(rails, dict) or not isinstance(rails.get("links"), list) or not rails["links"]:
         return []
@@ -102,7 +104,7 @@ def rail_findings(host, state, states=None):
     out = _rx_findings(host, rails)
     out += _ping_findings(host, _list(rails.get("pings")), states)
     out += _arp_findings(host, _list(rails.get("arp")), states)
-    out += _rdma_findings(host, _list(rails.get("rdma")), states)
+    out += _rdma_findings(host, _list(rails.get("rdma")), states, peers)
     if not isinstance(read, dict):
         why = _text(rails.get("error")) or "the rails were not read on this host (nic_layer check mode failed or did not run)"
         return [_finding(host, "rail %s" % _text(link.get("rail")), _text(link.get("address")), "not checked", why, None,
@@ -383,7 +385,26 @@ def _rdma_run(run, links):
     return links[position], cmd[cmd.index("-d") + 1], _text(run.get("stdout")) or ""
 
 
-def _rdma_findings(host, runs, states):
+def rail_peers(states):
+    """``{(rail, address): [host, ...]}``: the hosts whose plan (``rails.links``) holds that address
+    on that rail, in host order. A rail run's peer is looked up here, so checking every host of a
+    fleet stays linear in its size (a scan of every host per run made it quadratic)."""
+    index = {}
+    for name in sorted(states):
+        if not isinstance(name, str):
+            continue
+        for peer_link in _list(_rails_of(states, name).get("links")):
+            if not isinstance(peer_link, dict):
+                continue
+            key = (peer_link.get("rail"), peer_link.get("address"))
+            try:
+                index.setdefault(key, []).append(name)
+            except TypeError:  # a rail or address of no hashable kind equals no rail name or address text
+                continue
+    return index
+
+
+def _rdma_findings(host, runs, states, peers=None):
     """One finding per rail's ib_write_bw (``item``: ``[pair, rail position]``): it ran on the rail's
     device, from the GID of this host's rail address to the GID of the peer's address on that rail."""
     out = []
@@ -395,9 +416,9 @@ def _rdma_findings(host, runs, states):
         link, wanted, stdout = read
         rail = _text(link.get("rail"))
         named, local, remote = parse_rail_perftest(stdout)
-        peer = next((name for name in sorted(states) if isinstance(name, str) and name != host
-                     for peer_link in _list(_rails_of(states, name).get("links"))
-                     if isinstance(peer_link, dict) and peer_link.get("rail") == rail and peer_link.get("address") == remote), None)
+        if peers is None:
+            peers = rail_peers(states)
+        peer = next((name for name in peers.get((rail, remote), ()) if name != host), None)
         rc = _number(run.get("rc"))
         bw = parse_write_bw(stdout)
         ran = rc == 0 and bw is not None
