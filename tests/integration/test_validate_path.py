@@ -86,3 +86,31 @@ def test_reachable_pair_then_its_mtu_and_a_dead_one_named_as_dead(tmp_path, netn
     assert finding["hint"].startswith("vm1 cannot reach vm2 (198.18.0.11) over ens4: vm1's fabric netdev has no carrier")
     assert [f["passed"] for f in report["findings"] if f["field"] == "mtu_path"] == [None]
     assert proc.returncode != 0 and "the fabric failed 1 check(s) on vm1" in proc.stdout.replace("\n        ", " ")
+
+
+NONCE = "0123456789abcdef0123456789abcdef"
+SCRIPT = os.path.join(ansiblerun.REPO, "roles", "validate", "files", "path-check.sh")
+
+
+def path_check(netns, *operands):
+    proc = subprocess.run(["ip", "netns", "exec", netns, "sh", SCRIPT, NONCE] + list(operands), capture_output=True, text=True,
+                          timeout=60, check=False)
+    return proc
+
+
+def test_hostile_peers_never_reach_the_real_ping_and_cannot_forge_a_result(netns):
+    """The role's script with the real ping in a namespace: a peer "-f" (a flood option to ping) and a
+    peer holding a newline and a forged result line are refused before any ping runs; the real peer
+    answers, and only the lines with the run's nonce are parts."""
+    from ansible_collections.rdmaops.roce.plugins.module_utils._validate import measure
+
+    forged = "198.18.0.11\n== %s small rc=0\n2 packets transmitted, 2 received, 0%% packet loss" % NONCE
+    for peer in ("-f", forged, "198.18.0.11 -f", "-c 1000000 198.18.0.11"):
+        proc = path_check(netns, "198.18.0.11", "ens4", peer, "8972")
+        assert proc.returncode == 2 and "PING" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+        assert measure.parse_path_check(proc.stdout, NONCE) == {
+            "refused": (2, "the peer operand is not an IPv4 address (four decimal numbers 0-255)")}
+    proc = path_check(netns, "198.18.0.11", "ens4", "198.18.0.11", "8972")
+    parts = measure.parse_path_check(proc.stdout, NONCE)
+    assert sorted(parts) == ["jumbo", "small"] and parts["small"][0] == 0 and parts["jumbo"][0] == 0, proc.stdout
+    assert measure.ping_received(parts["jumbo"][1]) == (2, 2)

@@ -406,7 +406,12 @@ def path_findings(pings, intent):
             out.append(not_checked("path", host, "mtu_path", "the ping's result was not recorded", peer=peer,
                                    device=ping.get("address")))
             continue
-        parts = measure.parse_path_check(ping.get("stdout"))
+        bad = measure.path_operands_problem(ping)
+        if bad:
+            out.append(inputs.unreadable_output(host, "pings.address", bad[0], bad[1], peer=peer))
+            out.append(not_checked("path", host, "mtu_path", "not a path check of an address (see the input finding)", peer=peer))
+            continue
+        parts = measure.parse_path_check(ping.get("stdout"), ping.get("nonce"))
         unreadable = [name for name, part in sorted(parts.items()) if name in ("small", "jumbo") and measure.unreadable_ping_summary(part[1])]
         if not parts and measure.unreadable_ping_summary(ping.get("stdout")):
             unreadable = ["jumbo"]
@@ -417,6 +422,14 @@ def path_findings(pings, intent):
                                                 % (" and ".join(unreadable), peer, ping.get("address")), peer=peer))
             out.append(not_checked("path", host, "mtu_path", "its ping's summary could not be read (see the input finding)", peer=peer,
                                    device=ping.get("address")))
+            continue
+        if "refused" in parts or ("small" not in parts and ping.get("nonce") is not None):
+            # the script refused an operand, or no line of its output carries this run's nonce: its
+            # output cannot be read as a result (and nothing in it is believed)
+            why = ("the path check refused its operands: %s" % _tail(parts["refused"][1]) if "refused" in parts
+                   else "the path check's output holds no result line of this run (none carries its nonce)")
+            out.append(inputs.unreadable_output(host, "pings.stdout", "no result of this run", "%s (peer %s)" % (why, peer), peer=peer))
+            out.append(not_checked("path", host, "mtu_path", why, peer=peer, device=ping.get("address")))
             continue
         if "small" not in parts:
             # a plain ping -M do (an older role): its output is the jumbo ping's
@@ -487,7 +500,7 @@ def _reachability(host, ping, parts):
         return finding("path", host, "reachability", "replies to small pings", replies, "", True, peer=peer, device=netdev)
     words, seen = _evidence(parts, netdev, address)
     actual = "; ".join([replies] + ["%s: %s" % (host, word) for word in words])
-    peer_parts = measure.parse_path_check(ping.get("peer_evidence"))
+    peer_parts = measure.parse_path_check(ping.get("peer_evidence"), ping.get("nonce"))
     peer_seen = dict(link=None, kernel=[])
     if peer_parts:
         peer_words, peer_seen = _evidence(peer_parts, ping.get("peer_netdev") or "its fabric netdev", ping.get("source") or host)

@@ -136,7 +136,7 @@ NIC_PORT = Record(
     tos=Record(before=Record(tos=INT, roce_mode=TEXT)),
 )
 PING = Record(peer=TEXT, address=TEXT, size=INT, rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT,
-              source=TEXT, netdev=TEXT, peer_netdev=TEXT, peer_evidence=TEXT)
+              source=TEXT, netdev=TEXT, peer_netdev=TEXT, peer_evidence=TEXT, nonce=TEXT)
 RDMA_RUN = Record(test=Text(("ib_write_bw", "ib_write_lat")), peer=TEXT, device=TEXT, peer_device=TEXT, gid_index=INT, tos=INT,
                   rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT, requested=BOOL, attempts=INT)
 NCCL_RUN = Record(rc=INT, stdout=TEXT, skipped=BOOL, why=TEXT)

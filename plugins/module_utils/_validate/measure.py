@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import json
 import re
 
@@ -37,7 +38,9 @@ _PING_SUMMARY = re.compile(r"(?<![0-9])(%s) packets transmitted, (%s) (?:packets
 _PING_SUMMARY_LIKE = re.compile(r"[0-9] packets transmitted")
 _COUNTER_PATH = re.compile(r"^/sys/class/infiniband/([^/]+)/ports/([0-9]{1,9})/hw_counters/([^:/]+):\s*(-?%s)\s*$" % _COUNT)
 _ETHTOOL_STAT = re.compile(r"^\s+([\w.\-\[\]]+):\s*(-?%s)\s*$" % _COUNT)
-_PATH_PART = re.compile(r"^== (small|jumbo|neigh|link|kernel) rc=(-?[0-9]{1,5})$")
+# a part's line of the path check: "== NONCE NAME rc=RC", NONCE the run's own (see parse_path_check)
+_PATH_PART = re.compile(r"== ([0-9a-f]{16,64}) (small|jumbo|neigh|link|kernel|refused) rc=(-?[0-9]{1,5})")
+PATH_NONCE = re.compile(r"[0-9a-f]{16,64}")
 # the link counters a dead path shows (ip -s -j link: stats64)
 LINK_COUNTERS = (("tx", "errors"), ("tx", "dropped"), ("tx", "carrier_errors"), ("rx", "errors"), ("rx", "dropped"))
 
@@ -157,20 +160,48 @@ def counter_deltas(host, ports, before_text, after_text, pfc_priorities):
     return out
 
 
-def parse_path_check(text):
+def path_operands_problem(ping):
+    """``(actual, why)`` when a path check's record names a peer (``address``) or a source that is not
+    an IPv4 address (what path-check.sh pings, from the peer's rdma facts), else None: such a record is
+    not a path check of that peer, whatever its output says."""
+    for key in ("address", "source"):
+        value = ping.get(key)
+        if value is None and key == "source":
+            continue
+        try:
+            ipaddress.IPv4Address(value if isinstance(value, str) else "")
+        except ValueError:
+            shown = json.dumps(value[:40]) if isinstance(value, str) else "not text"
+            return ("%s %s" % (key, shown), "the path check's %s %s is not an IPv4 address (four decimal numbers 0-255), so its "
+                                              "pings were refused or prove nothing" % (key, shown))
+    return None
+
+
+def parse_path_check(text, nonce):
     """The validate role's path check (roles/validate/files/path-check.sh) by part:
-    ``{name: (rc, text)}`` for ``small``, ``jumbo``, ``neigh``, ``link``, ``kernel``; empty when
-    ``text`` holds none (a plain ping's output, from an older role)."""
+    ``{name: (rc, text)}`` for ``small``, ``jumbo``, ``neigh``, ``link``, ``kernel`` and ``refused``
+    (an operand the script refused); empty when ``text`` holds none.
+
+    Only a line ``== NONCE NAME rc=RC`` with this run's ``nonce`` starts a part: what a tool prints
+    (ping echoes its operand, a peer's address could hold a newline) cannot know the nonce, so it
+    can never pass for a result. A part named twice is not a result either (the script writes each
+    once): it reads as no part at all. Without a valid nonce no line is believed."""
+    if not isinstance(nonce, str) or not PATH_NONCE.fullmatch(nonce):
+        return {}
     parts = {}
+    seen = []
     name = None
-    for line in (text or "").splitlines():
-        match = _PATH_PART.match(line)
-        if match:
-            name = match.group(1)
-            parts[name] = (int(match.group(2)), [])
+    for line in (text or "").split("\n"):
+        match = _PATH_PART.fullmatch(line)
+        if match and match.group(1) == nonce:
+            name = match.group(2)
+            seen.append(name)
+            parts[name] = (int(match.group(3)), [])
         elif name is not None:
             parts[name][1].append(line)
-    return dict((key, (rc, "\n".join(lines))) for key, (rc, lines) in parts.items())
+    if len(seen) != len(set(seen)):
+        return {}
+    return dict((key, (rc, "\n".join(lines).rstrip("\n"))) for key, (rc, lines) in parts.items())
 
 
 def _json_list(text):

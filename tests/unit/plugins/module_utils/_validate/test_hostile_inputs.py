@@ -291,7 +291,9 @@ def test_counts_of_more_digits_than_python_reads_and_deep_json_never_raise(base)
     assert [f["check"] for f in by(result, "vm1", "pings.stdout")] == ["input"] and result["passed"] is False
     assert [m["value"] for m in result["measurements"] if m["kind"] == "counter" and m["name"] == "out_of_buffer"] == [None]
     hosts = copy.deepcopy(base["hosts"])
-    hosts["vm1"]["pings"][0].update(rc=1, stdout="== small rc=1\n1 packets transmitted, 0 received\n== neigh rc=0\n" + "[" * 100000)
+    nonce = "0123456789abcdef" * 2
+    hosts["vm1"]["pings"][0].update(rc=1, nonce=nonce, stdout="== %s small rc=1\n1 packets transmitted, 0 received\n== %s neigh rc=0\n"
+                                    % (nonce, nonce) + "[" * 100000)
     result = check(hosts)  # json.loads raised RecursionError
     well_formed(result)
     reach = by(result, "vm1", "reachability")
