@@ -221,6 +221,7 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
 from ansible_collections.rdmaops.roce.plugins.module_utils._kmod.engine import (
     DEFAULT_MODPROBE_FILE,
     DEFAULT_MODULES_LOAD_FILE,
@@ -232,7 +233,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._kmod.engine import (
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
+            max_disruption=max_disruption_spec(),
             names=dict(type="list", elements="str", default=list(DEFAULT_NAMES)),
             options=dict(type="dict", default={}),
             persist=dict(type="bool", default=True),

@@ -237,6 +237,7 @@ management:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.backends import BACKEND_CHOICES
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
 
 
@@ -246,7 +247,7 @@ def main():
             interface=dict(type="str", required=True),
             mtu=dict(type="int", required=True),
             persist=dict(type="bool", default=True),
-            backend=dict(type="str", default="auto", choices=["auto", "netplan", "networkmanager", "networkd", "ifupdown", "ifcfg", "runtime"]),
+            backend=dict(type="str", default="auto", choices=list(BACKEND_CHOICES)),
             allow_management_change=dict(type="bool", default=False),
             management_interfaces=dict(type="list", elements="str", default=[]),
             raise_lower=dict(type="bool", default=True),

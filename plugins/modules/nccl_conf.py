@@ -190,13 +190,14 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
 from ansible_collections.rdmaops.roce.plugins.module_utils._nccl.conf import NcclConf
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
+            max_disruption=max_disruption_spec(),
             path=dict(type="path", default="/etc/nccl.conf"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             interfaces=dict(type="list", elements="str", default=[]),

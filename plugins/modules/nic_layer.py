@@ -294,21 +294,22 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.backends import BACKEND_CHOICES
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
+            max_disruption=max_disruption_spec(),
             link_mtu=dict(
                 type="dict",
                 options=dict(
                     interfaces=dict(type="list", elements="str", default=[]),
                     mtu=dict(type="int"),
                     persist=dict(type="bool", default=True),
-                    backend=dict(type="str", default="auto",
-                                 choices=["auto", "netplan", "networkmanager", "networkd", "ifupdown", "ifcfg", "runtime"]),
+                    backend=dict(type="str", default="auto", choices=list(BACKEND_CHOICES)),
                     raise_lower=dict(type="bool", default=True),
                     allow_management_change=dict(type="bool", default=False),
                     management_interfaces=dict(type="list", elements="str", default=[]),
@@ -350,8 +351,7 @@ def main():
                     arp_announce=dict(type="int", default=2),
                     rp_filter=dict(type="int", default=2),
                     persist=dict(type="bool", default=True),
-                    backend=dict(type="str", default="auto",
-                                 choices=["auto", "netplan", "networkmanager", "networkd", "ifupdown", "ifcfg", "runtime"]),
+                    backend=dict(type="str", default="auto", choices=list(BACKEND_CHOICES)),
                 ),
             ),
             unsupported=dict(type="str", choices=["warn", "fail"], default="warn"),

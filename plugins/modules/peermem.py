@@ -249,6 +249,7 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
 from ansible_collections.rdmaops.roce.plugins.module_utils._peermem.engine import (
     DEFAULT_MODPROBE_FILE,
     DEFAULT_UNIT,
@@ -259,7 +260,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._peermem.engine impor
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
+            max_disruption=max_disruption_spec(),
             mode=dict(type="str", choices=["auto", "peermem", "dmabuf"], default="auto"),
             required=dict(type="bool", default=False),
             options=dict(type="str", default=""),

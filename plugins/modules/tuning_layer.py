@@ -196,6 +196,7 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning import specs
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.layer import TuningLayer
 
@@ -203,7 +204,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.layer import 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            max_disruption=dict(type="str", choices=["none", "online", "link_reset", "driver_restart", "reboot"]),
+            max_disruption=max_disruption_spec(),
             sysctl=dict(type="dict", options=specs.SYSCTL),
             memlock=dict(type="dict", options=specs.MEMLOCK),
             nic=dict(type="dict", options=dict(specs.NIC_KNOBS, interfaces=dict(type="list", elements="str", default=[]))),

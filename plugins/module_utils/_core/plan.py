@@ -43,6 +43,12 @@ DISRUPTION_CLASSES = ("none", "online", "link_reset", "driver_restart", "reboot"
 NONE, ONLINE, LINK_RESET, DRIVER_RESTART, REBOOT = DISRUPTION_CLASSES
 
 
+def max_disruption_spec():
+    """The argument spec of ``max_disruption``, the cap on a run's disruption, for every module that
+    takes it (its documentation is the ``rdmaops.roce.disruption`` doc fragment)."""
+    return dict(type="str", choices=list(DISRUPTION_CLASSES))
+
+
 def disruption_rank(name):
     """The position of class ``name`` in :data:`DISRUPTION_CLASSES` (ValueError for another name)."""
     return DISRUPTION_CLASSES.index(name)

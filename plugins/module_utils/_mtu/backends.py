@@ -44,6 +44,8 @@ except ImportError:  # pragma: no cover - depends on the target
     HAS_YAML = False
 
 BACKENDS = ("netplan", "networkmanager", "networkd", "ifupdown", "ifcfg")
+#: what a module's ``backend`` option accepts: a stack, ``auto`` (detect it) or ``runtime`` (persist nothing)
+BACKEND_CHOICES = ("auto",) + BACKENDS + ("runtime",)
 DROPIN_PREFIX = "90-rdmaops"
 
 
