@@ -143,8 +143,9 @@ def generate(out):
             continue
         index += ["## %s" % title, ""]
         os.makedirs(os.path.join(out, kind + "s"))
+        docs = ansible_doc(kind, *names)  # one ansible-doc run per kind, not one per plugin
         for full in names:
-            data = ansible_doc(kind, full)[full]
+            data = docs[full]
             text = render_role(full, data) if kind == "role" else render_plugin(kind, full, data)
             short = full.split(".")[-1]
             with open(os.path.join(out, kind + "s", short + ".md"), "w") as handle:
