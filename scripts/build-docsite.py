@@ -42,8 +42,9 @@ class Failure(Exception):
 
 
 def guides():
-    """The shipped Markdown guides (repository path, site path), README first."""
-    found = [("README.md", "guides/overview.md")]
+    """The shipped Markdown guides (repository path, site path) in the site's order: the README,
+    the tutorial, the how-to guides, then the explanations and the rest."""
+    found = []
     docs = os.path.join(REPO, "docs")
     for root, dirs, files in os.walk(docs):
         dirs[:] = sorted(d for d in dirs if d != "reference")
@@ -51,7 +52,9 @@ def guides():
             if name.endswith(".md"):
                 path = os.path.relpath(os.path.join(root, name), REPO)
                 found.append((path, "guides/" + os.path.relpath(path, "docs")))
-    return found
+    order = {"docs/tutorial.md": 0}
+    found.sort(key=lambda page: (order.get(page[0], 1 if page[0].startswith("docs/how-to/") else 2), page[0]))
+    return [("README.md", "guides/overview.md")] + found
 
 
 def rewrite_links(text, repo_path, site_path, site_of, problems):
