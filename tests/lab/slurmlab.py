@@ -41,48 +41,28 @@ NODES = ("vm1", "vm2", "vm3", "vm4")
 PARTITION = "rdma"
 HOST_PACKAGES = {"slurmctld": "slurmctld", "munged": "munge", "sbatch": "slurm-client", "scontrol": "slurm-client"}
 
-COMMON = """# Written by tests/lab/slurmlab.py for the soft-RoCE lab; do not edit.
-ClusterName=rdmaopslab
-SlurmctldHost={host}({ctl})
-SlurmctldPort={port}
-# every node is 127.0.0.1 to the controller (a port each): it sends to each node itself
-TreeWidth=65533
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SchedulerType=sched/backfill
-SelectType=select/linear
-# a VM the lab reboots comes back into service by itself; a drain someone set stays
-ReturnToService=2
-SlurmdTimeout=300
-MessageTimeout=10
-# `scontrol reboot ASAP` (the rollout's way to ask for a reboot) needs a program; the lab's VMs
-# reboot through systemd, as a server does
-RebootProgram=/sbin/reboot
-MpiDefault=none
-# a finished job stays in scontrol's view for an hour (default 300 s): the lab's tests read how a job
-# ended after a rollout that can take longer than that
-MinJobAge=3600
-JobCompType=jobcomp/none
-JobAcctGatherType=jobacct_gather/none
-# the host's and the VMs' files differ in their paths and munge socket only
-DebugFlags=NO_CONF_HASH
-{nodes}
-PartitionName={partition} Nodes={names} Default=YES MaxTime=INFINITE State=UP
-"""
+# What every test Slurm of this project runs with (the lab's and tests/unit/slurmcluster.py's): root
+# daemons, munge, no cgroups, no accounting.
+SLURM_DEFAULTS = (
+    ("SlurmUser", "root"), ("SlurmdUser", "root"), ("AuthType", "auth/munge"),
+    ("ProctrackType", "proctrack/linuxproc"), ("TaskPlugin", "task/none"),
+    ("SchedulerType", "sched/backfill"), ("SelectType", "select/linear"),
+    "# a node that comes back (a VM the lab reboots) returns to service by itself; a drain someone set stays",
+    ("ReturnToService", 2), ("SlurmdTimeout", 300), ("MpiDefault", "none"),
+    ("JobCompType", "jobcomp/none"), ("JobAcctGatherType", "jobacct_gather/none"),
+)
 
-HOST_EXTRA = """StateSaveLocation={dir}/state
-SlurmctldPidFile={dir}/slurmctld.pid
-SlurmctldLogFile={dir}/slurmctld.log
-AuthInfo=socket={socket}
-"""
 
-VM_EXTRA = """StateSaveLocation=/var/lib/slurm/slurmctld
-SlurmdSpoolDir=/var/spool/slurmd
-SlurmdLogFile=/var/log/slurm/slurmd.log
-"""
+def render_slurm_conf(cluster, controller, port, settings, nodes, partition, header=()):
+    """slurm.conf text: the cluster's name, its controller (``host(address)``) and port,
+    :data:`SLURM_DEFAULTS`, then ``settings`` in order (each ``(key, value)`` or a ``# comment`` line),
+    one NodeName line per ``(name, [(key, value), ...])`` of ``nodes`` and the partition that holds
+    them all (the default, no time limit, up). ``header`` lines come first."""
+    lines = list(header) + ["ClusterName=%s" % cluster, "SlurmctldHost=%s" % controller, "SlurmctldPort=%d" % port]
+    lines += [item if isinstance(item, str) else "%s=%s" % item for item in tuple(SLURM_DEFAULTS) + tuple(settings)]
+    lines += [" ".join(["NodeName=%s" % name] + ["%s=%s" % pair for pair in attributes]) for name, attributes in nodes]
+    lines.append("PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP" % (partition, ",".join(name for name, _ in nodes)))
+    return "\n".join(lines) + "\n"
 
 
 class SlurmLabError(Exception):
@@ -100,11 +80,30 @@ def slurmd_port(ssh_base_port, index):
 
 def render_conf(ssh_base_port, directory, host, side, socket_path=None):
     """slurm.conf text for ``side`` "host" (slurmctld, the client tools) or "vm" (slurmd)."""
-    nodes = "\n".join("NodeName=%s NodeAddr=127.0.0.1 Port=%d CPUs=1 State=UNKNOWN" % (name, slurmd_port(ssh_base_port, i))
-                      for i, name in enumerate(NODES, 1))
-    text = COMMON.format(host=host, ctl="127.0.0.1" if side == "host" else HOST_FROM_VM, port=controller_port(ssh_base_port),
-                         nodes=nodes, partition=PARTITION, names=",".join(NODES))
-    return text + (HOST_EXTRA.format(dir=directory, socket=socket_path) if side == "host" else VM_EXTRA)
+    settings = [
+        "# every node is 127.0.0.1 to the controller (a port each): it sends to each node itself",
+        ("TreeWidth", 65533),
+        ("MessageTimeout", 10),
+        "# `scontrol reboot ASAP` (the rollout's way to ask for a reboot) needs a program; the lab's VMs",
+        "# reboot through systemd, as a server does",
+        ("RebootProgram", "/sbin/reboot"),
+        "# a finished job stays in scontrol's view for an hour (default 300 s): the lab's tests read how a job",
+        "# ended after a rollout that can take longer than that",
+        ("MinJobAge", 3600),
+        "# the host's and the VMs' files differ in their paths and munge socket only",
+        ("DebugFlags", "NO_CONF_HASH"),
+    ]
+    if side == "host":
+        settings += [("StateSaveLocation", directory + "/state"), ("SlurmctldPidFile", directory + "/slurmctld.pid"),
+                     ("SlurmctldLogFile", directory + "/slurmctld.log"), ("AuthInfo", "socket=%s" % socket_path)]
+    else:
+        settings += [("StateSaveLocation", "/var/lib/slurm/slurmctld"), ("SlurmdSpoolDir", "/var/spool/slurmd"),
+                     ("SlurmdLogFile", "/var/log/slurm/slurmd.log")]
+    nodes = [(name, [("NodeAddr", "127.0.0.1"), ("Port", slurmd_port(ssh_base_port, index)), ("CPUs", 1), ("State", "UNKNOWN")])
+             for index, name in enumerate(NODES, 1)]
+    controller = "%s(%s)" % (host, "127.0.0.1" if side == "host" else HOST_FROM_VM)
+    return render_slurm_conf("rdmaopslab", controller, controller_port(ssh_base_port), settings, nodes, PARTITION,
+                             header=["# Written by tests/lab/slurmlab.py for the soft-RoCE lab; do not edit."])
 
 
 def _sbin(tool):

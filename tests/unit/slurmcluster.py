@@ -10,6 +10,11 @@ import shutil
 import signal
 import subprocess
 import time
+import sys
+
+# the one slurm.conf renderer of the tests (the lab's Slurm uses it too)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lab"))
+import slurmlab  # noqa: E402  pylint: disable=wrong-import-position
 
 # not Slurm's default 6817, so a cluster of the machine's own is left alone; RDMAOPS_TEST_SLURM_PORT
 # moves it, so that two checkouts (or two people) can run the rollout's tests at once
@@ -25,34 +30,6 @@ def available():
     if missing:
         return "not installed: %s (apt-get install slurmctld slurmd slurm-client munge)" % ", ".join(missing)
     return None
-
-
-CONF = """ClusterName=rdmaopstest
-SlurmctldHost={host}(127.0.0.1)
-SlurmctldPort={ctld_port}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-StateSaveLocation={dir}/state
-SlurmdSpoolDir={dir}/spool-%n
-SlurmctldPidFile={dir}/slurmctld.pid
-SlurmdPidFile={dir}/slurmd-%n.pid
-SlurmctldLogFile={dir}/slurmctld.log
-SlurmdLogFile={dir}/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SchedulerType=sched/backfill
-SelectType=select/linear
-ReturnToService=2
-SlurmdTimeout=300
-MessageTimeout=5
-RebootProgram=/bin/true
-MpiDefault=none
-JobCompType=jobcomp/none
-JobAcctGatherType=jobacct_gather/none
-{nodes}
-PartitionName=rdma Nodes={names} Default=YES MaxTime=INFINITE State=UP
-"""
 
 
 def _sbin(tool):
@@ -71,10 +48,14 @@ class SlurmCluster:
     def write_conf(self):
         os.makedirs(os.path.join(self.dir, "state"), exist_ok=True)
         host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
-        nodes = "\n".join("NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%d CPUs=1 State=UNKNOWN"
-                          % (name, host, self.port_base + 1 + index) for index, name in enumerate(self.nodes))
+        settings = [("StateSaveLocation", self.dir + "/state"), ("SlurmdSpoolDir", self.dir + "/spool-%n"),
+                    ("SlurmctldPidFile", self.dir + "/slurmctld.pid"), ("SlurmdPidFile", self.dir + "/slurmd-%n.pid"),
+                    ("SlurmctldLogFile", self.dir + "/slurmctld.log"), ("SlurmdLogFile", self.dir + "/slurmd-%n.log"),
+                    ("MessageTimeout", 5), ("RebootProgram", "/bin/true")]
+        nodes = [(name, [("NodeHostname", host), ("NodeAddr", "127.0.0.1"), ("Port", self.port_base + 1 + index), ("CPUs", 1),
+                         ("State", "UNKNOWN")]) for index, name in enumerate(self.nodes)]
         with open(self.conf, "w") as handle:
-            handle.write(CONF.format(host=host, ctld_port=self.port_base, dir=self.dir, nodes=nodes, names=",".join(self.nodes)))
+            handle.write(slurmlab.render_slurm_conf("rdmaopstest", "%s(127.0.0.1)" % host, self.port_base, settings, nodes, "rdma"))
 
     def _munge(self):
         # a munged on the default socket (the one Slurm uses) answers; the lab's munged on a socket
