@@ -21,8 +21,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib/debootstrap-image.sh"
 
 IMAGE="${RDMAOPS_MOLECULE_IMAGE:-localhost/rdmaops-molecule-debian:bookworm}"
-SUITE=bookworm
-MIRROR="${RDMAOPS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # What a test host needs: Ansible's python, the tools our modules call (ip, ethtool, sysctl,
 # modprobe, lspci/setpci), ping for fabric checks, systemd as init, python3-apt for the apt module.
 PACKAGES=(

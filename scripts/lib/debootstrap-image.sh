@@ -3,7 +3,7 @@
 # import` it as a localhost/ image. Sourced by the test images' recipes (molecule/shared/build-image.sh,
 # tests/ee/build-base-image.sh), which set:
 #
-#   IMAGE, SUITE, MIRROR      the image's name, the Debian suite and mirror
+#   IMAGE                     the image's name
 #   PACKAGES                  an array: what debootstrap includes beyond minbase
 #   IMAGE_LOCK                the lock file: one build at a time, the others wait and then find it current
 #   IMAGE_WORK                the prefix of the build's temporary directory (mktemp -d "$IMAGE_WORK.XXXXXX")
@@ -12,10 +12,14 @@
 #   image_customize ROOTFS    a function: what the recipe does to the root filesystem before the import
 #   image_recipe_extra        optional function: more recipe input than the two scripts (printed)
 #
-# and then call `debootstrap_image "${BASH_SOURCE[0]}" "$@"`. The image carries the sha256 of the recipe
-# (the calling script, this file, and what image_recipe_extra prints) in the label org.rdmaops.recipe;
-# a build is skipped when the existing image has the same label (unless --force), so editing the recipe
+# and then call `debootstrap_image "${BASH_SOURCE[0]}" "$@"`. The suite is Debian bookworm, from
+# RDMAOPS_DEBIAN_MIRROR (default deb.debian.org). The image carries the sha256 of the recipe (the
+# calling script, this file, and what image_recipe_extra prints) in the label org.rdmaops.recipe; a
+# build is skipped when the existing image has the same label (unless --force), so editing the recipe
 # is what triggers a rebuild. Needs root, debootstrap and podman.
+
+SUITE=bookworm
+MIRROR="${RDMAOPS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 debootstrap_image() {
   local script="$1"

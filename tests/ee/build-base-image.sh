@@ -19,8 +19,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib/debootstrap-image.sh"
 
 IMAGE="${RDMAOPS_EE_BASE_IMAGE:-localhost/rdmaops-ee-base:bookworm}"
-SUITE=bookworm
-MIRROR="${RDMAOPS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # Python for ansible-core and the builder's scripts (pip, venv), ca-certificates for pip.
 PACKAGES=(python3 python3-pip python3-venv ca-certificates)
 # The machine's own certificate authorities (/usr/local/share/ca-certificates), which pip inside
