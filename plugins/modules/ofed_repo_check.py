@@ -124,6 +124,15 @@ trusted_keys:
   returned: when the key is trusted
   type: list
   elements: dict
+pins:
+  description:
+    - apt only - the newest matching version of O(package) and every dependency it pins to one version, transitively,
+      as C(name=version). Installed together they give that release even from a repository that holds newer ones
+      (C(apt-get install package=version) alone takes the newest dependencies and fails), and downgrade to it.
+  returned: always
+  type: list
+  elements: str
+  sample: ["doca-ofed=3.2.1-044000", "ofed-scripts=25.10.OFED.25.10.1.7.1-1"]
 index:
   description: The index that was read.
   returned: when one was read

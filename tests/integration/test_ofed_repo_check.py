@@ -47,6 +47,11 @@ def test_a_version_the_repository_has(repo):
     assert result["matching"] == ["3.3.0-000400"]
     assert result["index"] == repo["url"] + "Packages.gz"
     assert result["trusted_keys"][0]["fingerprint"] == repo["fingerprint"]
+    # the release's exact versions, to install together (the profile pins its dependencies)
+    assert result["pins"] == ["doca-ofed=3.3.0-000400", "ofed-scripts=26.01.OFED.26.01.1.0.0-1",
+                              "mlnx-ofed-kernel-utils=26.01.OFED.26.01.1.0.0-1",
+                              "mlnx-ofed-kernel-dkms=26.01.OFED.26.01.1.0.0-1", "rdma-core=2601.0.6-1",
+                              "ibverbs-utils=2601.0.6-1"]
 
 
 @pytest.mark.parametrize("version,found", [("3.2.1-044000", True), ("3.2*", True), ("3.2.1", True), ("3.2", False)])

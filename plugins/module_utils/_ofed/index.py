@@ -55,6 +55,54 @@ def parse_apt_packages(text):
     return found
 
 
+def parse_apt_exact_depends(text):
+    """``{(package, version): [(dependency, version), ...]}``: the dependencies an apt ``Packages`` index
+    pins to one version (``Depends: ofed-scripts (= 25.10...)``), as DOCA's profile packages do."""
+    found = {}
+    for stanza in re.split(r"\n\s*\n", text or ""):
+        fields, key = {}, None
+        for line in stanza.splitlines():
+            if line[:1] in (" ", "\t") and key:
+                fields[key] += " " + line.strip()
+                continue
+            if ":" not in line:
+                continue
+            key, _sep, value = line.partition(":")
+            key = key.strip().lower()
+            fields[key] = value.strip()
+        if not (fields.get("package") and fields.get("version")):
+            continue
+        exact = []
+        for item in (fields.get("depends") or "").split(","):
+            if "|" in item:
+                continue
+            match = re.fullmatch(r"\s*([a-z0-9][a-z0-9+.-]*)(?::[a-z0-9]+)?\s*\(\s*=\s*([^)\s]+)\s*\)\s*", item)
+            if match:
+                exact.append((match.group(1), match.group(2)))
+        found[(fields["package"], fields["version"])] = exact
+    return found
+
+
+def exact_closure(depends, package, version):
+    """``package=version`` and every dependency it pins, transitively, as apt takes them: installing all
+    of them at once installs (or downgrades to) that one release even when the repository holds newer
+    ones, where ``apt-get install package=version`` alone would pick the newest dependencies and fail."""
+    pins, todo = [], [(package, version)]
+    while todo:
+        item = todo.pop(0)
+        text = "%s=%s" % item
+        if text in pins:
+            continue
+        pins.append(text)
+        todo.extend(depends.get(item, []))
+    return pins
+
+
+def newest(versions):
+    """The newest of ``versions`` by their numbers (the matching builds of one release)."""
+    return max(versions, key=lambda text: tuple(int(part) for part in re.findall(r"[0-9]+", text)))
+
+
 def parse_dnf_primary(data):
     """``{package: [version-release, ...]}`` from dnf's ``primary.xml``."""
     found = {}
@@ -161,13 +209,15 @@ def gather(ctx, params):
         result["trusted_keys"] = check_keys(fetch.get(params["key_url"]), params["key_fingerprints"])
     except RdmaopsError as exc:
         problems.append("the repository key from %s is not trusted: %s" % (redact_text(params["key_url"]), exc.msg))
-    packages = {}
+    packages, depends = {}, {}
     try:
         if family == "apt":
             for path in apt_index_paths(params["suite"], params.get("components"), params.get("arch") or "amd64"):
                 data = fetch.get(_join(url, path), required=False)
                 if data is not None:
-                    packages = parse_apt_packages(_gunzip(data, path).decode("utf-8", "replace"))
+                    text = _gunzip(data, path).decode("utf-8", "replace")
+                    packages = parse_apt_packages(text)
+                    depends = parse_apt_exact_depends(text)
                     result["index"] = redact_text(_join(url, path))
                     break
             else:
@@ -181,6 +231,8 @@ def gather(ctx, params):
     versions = sorted(set(packages.get(params["package"], [])))
     matching = [version for version in versions if version_matches(version, params["version"])]
     result.update(versions=versions, matching=matching, found=bool(matching), fetched=fetch.fetched)
+    # apt: the release's exact package versions, to install together (dnf's solver needs none)
+    result["pins"] = exact_closure(depends, params["package"], newest(matching)) if matching and family == "apt" else []
     if not problems and not matching:
         problems.append("%s %s is not in the repository %s, which has %s: check ofed_doca_version (or "
                         "ofed_doca_package_version) against it; no host was changed" % (

@@ -61,3 +61,18 @@ def test_apt_index_paths():
     assert index.apt_index_paths("./", None, "amd64") == ["Packages.gz", "Packages"]
     assert index.apt_index_paths("bookworm", ["main"], "arm64") == [
         "dists/bookworm/main/binary-arm64/Packages.gz", "dists/bookworm/main/binary-arm64/Packages"]
+
+
+def test_exact_dependencies_and_their_closure():
+    depends = index.parse_apt_exact_depends(PACKAGES + "\nPackage: mlnx-ofed-kernel-dkms\nVersion: 25.10.OFED.25.10.1.7.1-1\n"
+                                            "Depends: dkms (= 3.0.10-8+doca1), gcc | clang, make\n")
+    assert depends[("doca-ofed", "3.2.1-044000")] == [
+        ("ofed-scripts", "25.10.OFED.25.10.1.7.1-1"), ("mlnx-ofed-kernel-dkms", "25.10.OFED.25.10.1.7.1-1")]
+    assert depends[("doca-ofed", "3.3.0-000400")] == []
+    assert index.exact_closure(depends, "doca-ofed", "3.2.1-044000") == [
+        "doca-ofed=3.2.1-044000", "ofed-scripts=25.10.OFED.25.10.1.7.1-1", "mlnx-ofed-kernel-dkms=25.10.OFED.25.10.1.7.1-1",
+        "dkms=3.0.10-8+doca1"]
+
+
+def test_newest_build_by_numbers():
+    assert index.newest(["3.2.1-9000", "3.2.1-10000"]) == "3.2.1-10000"
