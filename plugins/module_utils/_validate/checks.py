@@ -23,14 +23,14 @@ from collections import Counter
 
 from ansible.module_utils.six.moves.collections_abc import Mapping
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
-from ansible_collections.rdmaops.roce.plugins.module_utils._intent import SWITCH_MTU_MAX_WORD, USER_KEYS, IntentError, resolve_intent
+from ansible_collections.rdmaops.roce.plugins.module_utils._intent import SWITCH_MTU_MAX_WORD
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import roce_active_mtu
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate import inputs, measure
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.rails import rail_findings
+# the intent check lives in .intent (monitor_collector checks an intent without loading these checks)
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.intent import INTENT_KEYS, check_intent  # noqa: F401 (re-exported)
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.rails import rail_findings, rail_peers
 
 FINDING_KEYS = ("check", "host", "peer", "device", "field", "expected", "actual", "hint", "passed")
-INTENT_KEYS = ("host_mtu", "switch_mtu", "trust", "roce_dscp", "roce_priority", "cnp_dscp", "cnp_priority",
-               "pfc_priorities", "ecn_priorities", "roce_tos", "ecn")
 REQUIRED_MODULES = ("rdma_cm", "ib_uverbs")
 # fields of a switch's gathered "fabric" that equal the intent's key of the same name
 SWITCH_SCALARS = ("roce_dscp", "roce_priority", "cnp_dscp", "cnp_priority", "trust")
@@ -57,23 +57,6 @@ def compare(check, host, field, expected, actual, hint, peer=None, device=None):
     if actual is None or expected is None:
         return not_checked(check, host, field, "no value read for %s" % field, peer=peer, device=device, expected=expected)
     return finding(check, host, field, expected, actual, hint, actual == expected, peer=peer, device=device)
-
-
-def check_intent(intent):
-    """The resolved intent (the rdmaops.roce.roce_intent filter's output), checked for the keys used
-    and resolved again from its user keys: the checks compare against values of known types only."""
-    if not isinstance(intent, Mapping):
-        raise InputError("intent must be the resolved fabric intent (roce_fabric | rdmaops.roce.roce_intent), not %s"
-                         % inputs.describe(intent), option="intent")
-    missing = [key for key in INTENT_KEYS if key not in intent]
-    if missing:
-        raise InputError("intent lacks %s: pass the resolved intent (roce_fabric | rdmaops.roce.roce_intent), not roce_fabric itself"
-                         % ", ".join(missing), option="intent")
-    try:
-        return resolve_intent(dict((key, intent[key]) for key in USER_KEYS if key in intent))
-    except IntentError as exc:
-        raise InputError("intent is not a resolved fabric intent (pass roce_fabric | rdmaops.roce.roce_intent unmodified): %s"
-                         % "; ".join(problem.replace("roce_fabric", "intent") for problem in exc.problems), option="intent")
 
 
 def check_fraction(value):
@@ -659,10 +642,14 @@ def unproven_parts(findings, hosts, switches, unproven):
     that gave no result)."""
     parts = []
     checked_owners = set(f["host"] for f in findings if f["passed"] is not None)
+    first_why = {}  # each owner's first not-checked hint, read in one pass
+    for f in findings:
+        if f["passed"] is None:
+            first_why.setdefault(f["host"], f["hint"])
     for kind, names in (("host", hosts), ("switch", switches)):
         for name in sorted(names):
             if name not in checked_owners:
-                why = [f["hint"] for f in findings if f["host"] == name and f["passed"] is None][:1]
+                why = [first_why[name]] if name in first_why else []
                 parts.append("%s %s: nothing checked%s" % (kind, name, (" (%s)" % why[0]) if why else ""))
     unreadable = ["%s %s" % (f["host"], f["field"]) for f in findings if f["check"] == "input"]
     if unreadable:
@@ -682,10 +669,15 @@ def fabric_check(intent, hosts, switches=None, min_bw_fraction=0.8):
     min_bw_fraction = check_fraction(min_bw_fraction)
     states, switch_states, problems = read_inputs(hosts, switches)
     findings = []
+    # built once, looked up per host: the work grows with the fleet, not with its square
+    problems_of = {}
+    for f in problems:
+        problems_of.setdefault(f["host"], []).append(f)
+    peers = rail_peers(states)
     for host in sorted(states):
-        findings.extend(f for f in problems if f["host"] == host)
+        findings.extend(problems_of.get(host, ()))
         findings.extend(host_findings(host, states[host], intent))
-        findings.extend(rail_findings(host, states[host], states))  # multi-rail hosts only
+        findings.extend(rail_findings(host, states[host], states, peers))  # multi-rail hosts only
     findings.extend(drift_findings(states))
     findings.extend(f for f in problems if f["host"] not in states)
     findings.extend(switch_findings(switch_states, intent))
