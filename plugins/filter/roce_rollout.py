@@ -11,6 +11,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import I
 from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.policy import (
     exceeds,
     gate_partners,
+    gate_partners_all,
     highest,
     plan_waves,
     pool_size,
@@ -57,9 +58,13 @@ def roce_rollout_waves(hosts, max_unavailable, others_out=0, serial=None):
 
 
 def roce_rollout_partners(wave, order, candidates):
-    """The hosts a wave's gate pairs with (see roce_rollout_partners.yml)."""
+    """The hosts a wave's gate pairs with; given a list of waves, the partners of each (see
+    roce_rollout_partners.yml)."""
     if not all(isinstance(value, (list, tuple)) for value in (wave, order, candidates)):
-        raise AnsibleFilterError("roce_rollout_partners: give the wave, the inventory order and the candidates as lists of hosts")
+        raise AnsibleFilterError("roce_rollout_partners: give the wave (or the waves), the inventory order and the "
+                                 "candidates as lists of hosts")
+    if wave and all(isinstance(item, (list, tuple)) for item in wave):
+        return gate_partners_all(list(order), [list(item) for item in wave], list(candidates))
     return gate_partners(list(order), list(wave), list(candidates))
 
 

@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import heapq
+import bisect
 import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
@@ -181,14 +181,33 @@ def plan_waves(hosts, limit, others_out=0, serial=None):
 
 def gate_partners(order, wave, candidates):
     """The hosts a wave's gate pairs with: ``candidates`` (in service, rolled out already) nearest
-    the wave in ``order`` (the inventory's), at most one per host of the wave.  O(n log k) for n
-    candidates and a wave of k hosts."""
+    the wave in ``order`` (the inventory's), at most one per host of the wave."""
+    return gate_partners_all(order, [wave], candidates)[0]
+
+
+def gate_partners_all(order, waves, candidates):
+    """:func:`gate_partners` for every wave at once: the candidates' positions sorted once, then per
+    wave a binary search and a walk outwards, so the whole plan is O(n log n) however many waves
+    there are (a call per wave would read every candidate per wave)."""
     position = dict((host, index) for index, host in enumerate(order))
-    members = set(wave)
-    anchors = [position[host] for host in wave if host in position]
-    if not anchors:
-        return []
-    first = min(anchors)
-    ranked = heapq.nsmallest(len(wave), ((abs(position[host] - first), position[host], host) for host in candidates
-                                         if host in position and host not in members))
-    return [host for _distance, _index, host in ranked]
+    spots = sorted(position[host] for host in set(candidates) if host in position)
+    out = []
+    for wave in waves:
+        members = set(position[host] for host in wave if host in position)
+        if not members:
+            out.append([])
+            continue
+        first = min(members)
+        right = bisect.bisect_left(spots, first)
+        left = right - 1
+        chosen = []
+        while len(chosen) < len(wave) and (left >= 0 or right < len(spots)):
+            # the nearer side first; a tie goes to the earlier host
+            if right >= len(spots) or (left >= 0 and first - spots[left] <= spots[right] - first):
+                spot, left = spots[left], left - 1
+            else:
+                spot, right = spots[right], right + 1
+            if spot not in members:
+                chosen.append(spot)
+        out.append([order[spot] for spot in chosen])
+    return out

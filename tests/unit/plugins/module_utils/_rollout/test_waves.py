@@ -85,3 +85,25 @@ def test_partners_are_the_nearest_rolled_out_hosts():
 def test_no_room_beside_someone_elses_drain_puts_new_hosts_in_later_waves():
     # limit 1, b drained by an admin (it stays out): a is not drained beside it in the first wave
     assert plan_waves(hosts("a:in", "b:out"), 1) == [["b"], ["a"]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(size=st.integers(1, 30), data=st.data())
+def test_partners_of_every_wave_at_once_match_one_wave_at_a_time(size, data):
+    from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.policy import gate_partners_all
+
+    order = ["h%d" % n for n in range(size)]
+    candidates = data.draw(st.lists(st.sampled_from(order), unique=True))
+    rest = [host for host in order if host not in candidates]
+    waves, start = [], 0
+    while start < len(rest):
+        step = data.draw(st.integers(1, 4))
+        waves.append(rest[start:start + step])
+        start += step
+    together = gate_partners_all(order, waves, candidates)
+    for wave, partners in zip(waves, together):
+        # the reference: sort every candidate by its distance to the wave's first host
+        first = order.index(wave[0])
+        ranked = sorted((abs(order.index(h) - first), order.index(h), h) for h in candidates if h not in wave)
+        assert partners == [h for _d, _i, h in ranked[:len(wave)]]
+        assert gate_partners(order, wave, candidates) == partners

@@ -1,0 +1,108 @@
+"""The rollout's two phases against a real Slurm (tests/unit/slurmcluster.py, on ports of its own):
+a no-op is phase one alone with one scheduler read; a scheduler that stops answering between the
+phases stops phase two before anything is drained; an interrupted phase two leaves its drained
+node with our reason and the next run finishes it. Hosts, tools and inventory as in
+test_rollout_slurm.py (a ring change is a link reset, a sysctl an online change)."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+import ansiblerun
+import slurmcluster
+from test_rollout_slurm import hosts, in_service, inventory, ring_state, rings, site  # noqa: F401  (hosts: a fixture)
+
+pytestmark = pytest.mark.skipif(slurmcluster.available() is not None, reason=str(slurmcluster.available()))
+
+CALLBACKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "callback_plugins")
+BENCH = os.path.join(ansiblerun.REPO, "benchmarks", "callback_plugins")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    cluster = slurmcluster.SlurmCluster(tmp_path_factory.mktemp("slurm"), nodes=("vm1", "vm2"), port_base=17117).start()
+    yield cluster
+    cluster.stop()
+
+
+def test_a_no_op_is_phase_one_alone_with_one_scheduler_read(tmp_path, cluster, hosts):  # noqa: F811
+    inv = inventory(tmp_path, hosts)
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    # the no-op, its module executions counted per host by benchmarks/callback_plugins/bench_count.py
+    summary = tmp_path / "counts.json"
+    env = dict(SLURM_CONF=cluster.conf, ANSIBLE_CALLBACK_PLUGINS=BENCH, ANSIBLE_CALLBACKS_ENABLED="bench_count",
+               RDMAOPS_BENCH_EVENTS=str(tmp_path / "events"), RDMAOPS_BENCH_SUMMARY=str(summary))
+    proc = ansiblerun.run("ansible-playbook", ["-i", str(inv), os.path.join(ansiblerun.REPO, "playbooks", "site.yml"),
+                                               "--tags", "tuning"], env_extra=env, timeout=600)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert re.search(r"gpu1 : ok=\d+ changed=0 ", out) and re.search(r"gpu2 : ok=\d+ changed=0 ", out), out[-2000:]
+    assert out.count("TASK [rdmaops.roce.rollout : Ask the scheduler about every node of the rollout]") == 1
+    assert "Ask the scheduler again" not in out and "phase two:" not in out and "Drain the wave" not in out
+    counts = json.loads(summary.read_text())
+    modules = dict((host, counts[host]["modules"]) for host in ("gpu1", "gpu2"))
+    # one scheduler read for the run (on gpu1: no rdmaops_slurm_controller), the preflight's facts and
+    # the tuning layer; the closing facts play reuses the preflight's
+    assert sum(m.get("rdmaops.roce.scheduler", 0) for m in modules.values()) == 1, modules
+    for host, counted in modules.items():
+        assert counted.get("rdmaops.roce.rdma_facts") == 1 and counted.get("rdmaops.roce.tuning_layer") == 1, (host, counted)
+        assert sum(counted.values()) <= 3, (host, counted)
+
+
+def test_a_scheduler_that_stops_answering_between_the_phases_drains_nothing(tmp_path, cluster, hosts):  # noqa: F811
+    inv = inventory(tmp_path, hosts, gpu1={"tuning_nic_rings": rings(128)},
+                    tuning_sysctl_profile={"net.core.rmem_max": 4194304})
+    env = dict(SLURM_CONF=cluster.conf, ANSIBLE_CALLBACK_PLUGINS=CALLBACKS, ANSIBLE_CALLBACKS_ENABLED="rollout_fault",
+               RDMAOPS_FAULT_AT_PLAY="Rollout phase two",
+               RDMAOPS_FAULT_COMMAND="kill $(cat %s/slurmctld.pid); sleep 2" % cluster.dir)
+    try:
+        proc = ansiblerun.run("ansible-playbook", ["-i", str(inv), os.path.join(ansiblerun.REPO, "playbooks", "site.yml"),
+                                                   "--tags", "tuning"], env_extra=env, timeout=600)
+    finally:
+        cluster.start_controller()
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0
+    # phase one ran: gpu2's online change is made; phase two stopped at its read, before any drain
+    assert (hosts["gpu2"]["root"] / "proc/sys/net/core/rmem_max").read_text() == "4194304\n"
+    assert "Ask the scheduler again before draining anything" in out and "Slurm does not answer" in out, out[-3000:]
+    assert "Drain the wave" not in out
+    assert ring_state(hosts, "gpu1")["rx"] == 256
+    assert in_service(cluster, "vm1") and in_service(cluster, "vm2")
+
+
+def test_an_interrupted_phase_two_is_finished_by_the_next_run(tmp_path, cluster, hosts):  # noqa: F811
+    job = cluster.submit("vm1", 300)
+    inv = inventory(tmp_path, hosts, gpu1={"tuning_nic_rings": rings(128)}, rdmaops_drain_timeout=600)
+    argv = [os.path.join(ansiblerun.BIN, "ansible-playbook"), "-i", str(inv),
+            os.path.join(ansiblerun.REPO, "playbooks", "site.yml"), "--tags", "tuning"]
+    with open(tmp_path / "interrupted.out", "w") as log:
+        run = subprocess.Popen(argv, env=ansiblerun.ansible_env(dict(SLURM_CONF=cluster.conf)), cwd=ansiblerun.REPO,
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.time() + 300
+            while time.time() < deadline and run.poll() is None:
+                state, reason = cluster.node("vm1")
+                if "DRAIN" in state.split("+") and (reason or "").startswith("rdmaops.roce:"):
+                    break
+                time.sleep(1)
+            time.sleep(2)  # waiting for the job now
+            os.killpg(run.pid, signal.SIGINT)  # Ctrl-C
+            run.wait(timeout=60)
+        finally:
+            if run.poll() is None:
+                os.killpg(run.pid, signal.SIGKILL)
+    state, reason = cluster.node("vm1")
+    assert "DRAIN" in state.split("+") and reason.startswith("rdmaops.roce: link_reset: "), (state, reason)
+    assert ring_state(hosts, "gpu1")["rx"] == 256  # interrupted while waiting: nothing disruptive made
+    cluster.run("scancel", job)
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert "(already drained by a rollout)" in out
+    assert ring_state(hosts, "gpu1")["rx"] == 128
+    assert in_service(cluster, "vm1")
