@@ -34,6 +34,8 @@ def test_a_no_op_is_phase_one_alone_with_one_scheduler_read(tmp_path, cluster, h
     inv = inventory(tmp_path, hosts)
     proc, out = site(cluster, inv)
     assert proc.returncode == 0, proc.stdout[-6000:]
+    # the gate on for the no-op: a run that changed nothing validates nothing
+    inv = inventory(tmp_path, hosts, rdmaops_gate="validate", validate_report_dir=str(tmp_path / "reports"))
     # the no-op, its module executions counted per host by benchmarks/callback_plugins/bench_count.py
     summary = tmp_path / "counts.json"
     env = dict(SLURM_CONF=cluster.conf, ANSIBLE_CALLBACK_PLUGINS=BENCH, ANSIBLE_CALLBACKS_ENABLED="bench_count",
@@ -45,6 +47,7 @@ def test_a_no_op_is_phase_one_alone_with_one_scheduler_read(tmp_path, cluster, h
     assert re.search(r"gpu1 : ok=\d+ changed=0 ", out) and re.search(r"gpu2 : ok=\d+ changed=0 ", out), out[-2000:]
     assert out.count("TASK [rdmaops.roce.rollout : Ask the scheduler about every node of the rollout]") == 1
     assert "Ask the scheduler again" not in out and "phase two:" not in out and "Drain the wave" not in out
+    assert "rdmaops.roce.validate" not in out and not (tmp_path / "reports").exists()
     counts = json.loads(summary.read_text())
     modules = dict((host, counts[host]["modules"]) for host in ("gpu1", "gpu2"))
     # one scheduler read for the run (on gpu1: no rdmaops_slurm_controller), the preflight's facts and
