@@ -30,6 +30,7 @@ import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET, ONLINE
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.stacks import BACKEND_CHOICES, BACKENDS  # noqa: F401 (re-exported)
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import MARKER_BEGIN, MARKER_END, merge_block, read_text
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev
@@ -43,9 +44,6 @@ except ImportError:  # pragma: no cover - depends on the target
     yaml = None
     HAS_YAML = False
 
-BACKENDS = ("netplan", "networkmanager", "networkd", "ifupdown", "ifcfg")
-#: what a module's ``backend`` option accepts: a stack, ``auto`` (detect it) or ``runtime`` (persist nothing)
-BACKEND_CHOICES = ("auto",) + BACKENDS + ("runtime",)
 DROPIN_PREFIX = "90-rdmaops"
 
 

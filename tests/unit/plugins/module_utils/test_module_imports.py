@@ -37,6 +37,10 @@ def test_nic_layer_loads_the_mtu_and_rail_engines_only_for_links_and_rails():
     loaded = imported_by("from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer")
     assert "_qos.nic_qos" in loaded and "_qos.ecn" in loaded and "_qos.tos" in loaded
     assert not [name for name in loaded if name.startswith(("_mtu.", "_host.rdma_facts", "_intent"))], sorted(loaded)
+    # the module's argument spec names the network stacks without loading their engines
+    loaded = imported_by("import ansible_collections.rdmaops.roce.plugins.modules.nic_layer")
+    assert "_mtu.stacks" in loaded
+    assert not [name for name in loaded if name.startswith(("_mtu.backends", "_mtu.formats", "_mtu.engine", "_mtu.rails"))], sorted(loaded)
 
 
 def test_tuning_layer_loads_the_facts_and_gpudirect_readers_only_when_asked():
