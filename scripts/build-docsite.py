@@ -63,7 +63,7 @@ def rewrite_links(text, repo_path, site_path, site_of, problems):
         target = match.group(2)
         if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
             return match.group(0)
-        path, _, anchor = target.partition("#")
+        path, anchor = target.partition("#")[::2]
         repo_target = os.path.normpath(os.path.join(os.path.dirname(repo_path), path))
         if repo_target.startswith(".."):
             problems.append("%s: link %s leaves the repository" % (repo_path, target))
@@ -89,7 +89,7 @@ def rewrite_links(text, repo_path, site_path, site_of, problems):
 
 def run(cmd, env=None, cwd=None):
     proc = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True)
+                          universal_newlines=True, check=False)
     if proc.returncode:
         raise Failure("%s failed (rc=%d):\n%s" % (" ".join(cmd[:3]), proc.returncode, proc.stdout))
     return proc.stdout
@@ -137,7 +137,7 @@ def check_html(html_dir):
         for link in parser.links:
             if re.match(r"^[a-z][a-z0-9+.-]*:", link) or link.startswith("//"):
                 continue
-            target, _, anchor = link.partition("#")
+            target, anchor = link.partition("#")[::2]
             full = os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else path
             checked += 1
             if not os.path.exists(full.split("?")[0]):
@@ -195,7 +195,7 @@ def build(build_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--build-dir", default=os.environ.get("RDMAOPS_BUILD_DIR", os.path.join(REPO, "build")))
     args = parser.parse_args(argv)
     try:

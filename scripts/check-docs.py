@@ -73,6 +73,7 @@ YAML_KEY = re.compile(r"^\s*(?:-\s+)?([A-Za-z_][A-Za-z0-9_]*):(?:\s|$)")
 ASSIGN = re.compile(r"(?:^|[\s,{(])(?:-e\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
 CODE_DIRS = ("plugins", "roles", "playbooks", "meta", "inventories/example", "scripts")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SKIP_DIRS = (".git", ".venv", "build", "__pycache__", ".pytest_cache", ".hypothesis", ".ansible", "node_modules")
 METRIC = "rdmaops_roce_"
 METRIC_PARTS = ("port_", "hw_", "intent_", "rdma_cm_")
 
@@ -186,8 +187,7 @@ class Code:
             _tags(_yaml(path), self.tags)
         self.files = set()
         for root, dirs, files in os.walk(repo):
-            dirs[:] = [d for d in dirs if d not in (".git", ".venv", "build", "__pycache__", ".pytest_cache",
-                                                     ".hypothesis", ".ansible", "node_modules")]
+            dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
             rel = os.path.relpath(root, repo)
             for name in files + dirs:
                 self.files.add(os.path.normpath(os.path.join(rel, name)))
