@@ -32,6 +32,8 @@ import re
 
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import NETDEV as IFNAME  # noqa: F401 (roce_rail_plan's)
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import NETDEV_RULE, RAIL_NAME
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, _is_int, _is_list, _is_text, _kind
 
 try:
@@ -61,8 +63,9 @@ TABLE_MAX = (1 << 31) - 1
 RULE_PRIORITY = 1000
 RULE_PRIORITY_MAX = 32765
 
-RAIL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
-IFNAME = re.compile(r"(?![-.])[^/: \t\n\v\f\r\x00]{1,15}")
+# A netdev name (IFNAME) follows the rule for names written into network configuration and put on
+# command lines (_host.names.NETDEV: the kernel's rule, and no shell or file syntax such as ';'),
+# so a plan that nic_layer would refuse on the host is refused here, before any host is contacted.
 PCI_ADDRESS = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 RDMA_DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 # The characters an address or network may be written with, matched whole before netaddr reads it
@@ -294,8 +297,8 @@ def _check_rail(problems, position, raw, names):
         if key == "netdevs":
             if not _is_list(value) or not value or not all(_is_text(item) and IFNAME.fullmatch(item) for item in value):
                 problems.append(
-                    "%s.netdevs=%s must be a non-empty list of interface names (1-15 characters, no '/', ':' or "
-                    "whitespace, not starting with '-' or '.')" % (where, _shown(value) if not _is_list(value) else "[...]")
+                    "%s.netdevs=%s must be a non-empty list of interface names (each %s)"
+                    % (where, _shown(value) if not _is_list(value) else "[...]", NETDEV_RULE)
                 )
                 ok = False
             elif len(set(value)) != len(value):
@@ -303,7 +306,7 @@ def _check_rail(problems, position, raw, names):
                 ok = False
         else:
             pattern, example = dict(
-                netdev=(IFNAME, "an interface name such as ens1f0np0"),
+                netdev=(IFNAME, "an interface name: " + NETDEV_RULE),
                 pci=(PCI_ADDRESS, "a PCI address such as 0000:17:00.0 (domain:bus:device.function, lower case)"),
                 rdma_device=(RDMA_DEVICE, "an RDMA device name such as mlx5_0"),
             )[key]
@@ -518,7 +521,7 @@ def check_plan_entry(entry, where):
     elif chosen[0] == "netdevs":
         value = entry["netdevs"]
         if not (_is_list(value) and value and all(_is_text(item) and IFNAME.fullmatch(item) for item in value)):
-            problems.append("%s.netdevs must be a non-empty list of interface names (1-15 characters, no '/', ':' or whitespace)" % where)
+            problems.append("%s.netdevs must be a non-empty list of interface names (each %s)" % (where, NETDEV_RULE))
     elif not (_is_text(entry[chosen[0]]) and patterns[chosen[0]].fullmatch(entry[chosen[0]])):
         problems.append("%s.%s=%s is not %s" % (where, chosen[0], _shown(entry[chosen[0]]), dict(
             netdev="an interface name", pci="a PCI address such as 0000:17:00.0", rdma_device="an RDMA device name such as mlx5_0")[chosen[0]]))

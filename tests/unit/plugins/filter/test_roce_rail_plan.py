@@ -120,6 +120,7 @@ def test_links_read_a_hand_written_plan_as_strictly_as_a_computed_one():
         (dict(good, rail="r0\n200 evil"), "rail='r0\\n200 evil' must be a rail's name"),
         (dict(good, netdev=["ens1f0np0"]), "netdev=a list is not an interface name"),
         (dict(good, netdev="r0\nreboot"), "netdev='r0\\nreboot' is not an interface name"),
+        (dict(good, netdev="r0;reboot"), "netdev='r0;reboot' is not an interface name"),
         (dict(good, table="100; ip rule flush"), "table='100; ip rule flush' must be a routing table number"),
         (dict(good, prefix=24), "prefix=24 must be the prefix length of its network 10.10.0.0/31, 31"),
     ]
@@ -127,9 +128,10 @@ def test_links_read_a_hand_written_plan_as_strictly_as_a_computed_one():
         message = links_error([entry])
         assert "host gpu1: " + "the rail plan's entry 0" in message and expected in message, (expected, message)
     # a netdev the facts name by PCI address whose name the kernel would not give: refused, never passed on
-    facts = {"netdevs": {"r0 reboot": {"ibdev": "mlx5_1", "pci_address": "0000:3a:00.0"}}}
-    entry = dict(good, rail="rail1", netdev=None, rdma_device="mlx5_1")
-    assert "host gpu1, rail rail1: the netdev 'r0 reboot' it selects is not an interface name" in links_error([entry], facts)
+    for odd in ("r0 reboot", "r0;reboot", "$(reboot)"):
+        facts = {"netdevs": {odd: {"ibdev": "mlx5_1", "pci_address": "0000:3a:00.0"}}}
+        entry = dict(good, rail="rail1", netdev=None, rdma_device="mlx5_1")
+        assert "host gpu1, rail rail1: the netdev %r it selects is not an interface name" % odd in links_error([entry], facts)
 
 
 JSONISH = st.recursive(
