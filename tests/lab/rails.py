@@ -3,7 +3,7 @@
     python3 tests/lab/rails.py flux                      # a fresh lab, before site.yml
     python3 tests/lab/rails.py check                     # after site.yml (both rails in one subnet)
     python3 tests/lab/rails.py check --subnet-per-rail   # after tests/lab/rails-subnet-per-rail.yml
-    python3 tests/lab/rails.py management -i INVENTORY   # any time the lab is up (a few seconds)
+    python3 tests/lab/rails.py management -i INVENTORY   # any lab, even one VM of one rail (a few seconds)
 
 Every VM has rail 1 (its fabric NIC, rxe0, leaf bridge br-fabric) and rail 2 (a second NIC, rxe1,
 leaf br-rail2) in the lab's network namespace; tcpdump runs there, on each VM's switch port (its
@@ -58,7 +58,7 @@ ROCE = re.compile(r"(\d+\.\d+\.\d+\.\d+)\.\d+ > (\d+\.\d+\.\d+\.\d+)\.4791:")
 class Lab:
     """The running lab as `lab.py status --json` describes it, and commands in its VMs."""
 
-    def __init__(self):
+    def __init__(self, two_rails=True):
         status = json.loads(subprocess.run(LAB + ["status", "--json", "--no-fabric"], check=True,
                                            capture_output=True, text=True).stdout)
         if status["state"] == "down":
@@ -66,7 +66,7 @@ class Lab:
         self.netns = status["netns"]
         self.vms = status["vms"]
         missing = [name for name, vm in self.vms.items() if "rail2_tap" not in vm]
-        if missing or len(self.vms) < 2:
+        if two_rails and (missing or len(self.vms) < 2):
             raise SystemExit("needs a two-rail lab of two VMs or more (lab.py up --rails 2); %s has one rail"
                              % ", ".join(missing or ["the lab"]))
 
@@ -286,7 +286,9 @@ def management(lab, inventory, vm):
     params = dict(rails=dict(links=[dict(MGMT_RAIL, interface=dev)], exclusive=True, backend="runtime", persist=False))
     t0 = time.monotonic()
     run = subprocess.run(["ansible", vm, "-i", inventory, "-m", "rdmaops.roce.nic_layer", "-a", json.dumps(params)],
-                         capture_output=True, text=True, timeout=300, check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+                         capture_output=True, text=True, timeout=300, check=False,
+                         # ansible.cfg's result format is YAML; the check reads the answer as JSON
+                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
     took = time.monotonic() - t0
     after = lab.out(vm, read)
     answer = run.stdout.split("=>", 1)[-1]
@@ -308,7 +310,7 @@ def management(lab, inventory, vm):
     if problems:
         print("MANAGEMENT CHECK FAILED:\n%s" % "\n".join("  - " + p for p in problems))
         return 1
-    print("%s: the management address, default route and rules are as they were; SSH answers" % vm)
+    print("%s: the management address, default route and rules are as they were; SSH answers\n%s" % (vm, indent(after)))
     return 0
 
 
@@ -387,7 +389,7 @@ def main(argv=None):
     mgmt.add_argument("--vm", default="vm1", help="the VM (default vm1)")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
-    lab = Lab()
+    lab = Lab(two_rails=args.command != "management")  # the management check needs one VM, of any rails
     only = set(args.vms.split(",")) if getattr(args, "vms", None) else None
     if only and (not only <= set(lab.vms) or len(only) < 2):
         raise SystemExit("--vms %s: name two VMs or more of the lab (%s)" % (args.vms, ", ".join(sorted(lab.vms))))
