@@ -172,8 +172,9 @@ def path_operands_problem(ping):
             ipaddress.IPv4Address(value if isinstance(value, str) else "")
         except ValueError:
             shown = json.dumps(value[:40]) if isinstance(value, str) else "not text"
-            return ("%s %s" % (key, shown), "the path check's %s %s is not an IPv4 address (four decimal numbers 0-255), so its "
-                                              "pings were refused or prove nothing" % (key, shown))
+            why = "the path check's %s %s is not an IPv4 address (four decimal numbers 0-255), so its pings were refused or " \
+                  "prove nothing" % (key, shown)
+            return "%s %s" % (key, shown), why
     return None
 
 
