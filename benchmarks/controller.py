@@ -14,7 +14,7 @@ rollout      the rollout's planning, as its tasks call it: the policy from the r
              (``roce_rollout_partners``, as the play calls it: every wave at once);
 rail_plan    the rails' address plan (the ``roce_rail_plan`` filter) of every host over 8 rails
              (4 shared /17 subnets, 4 pools of /31 links), hosts placed by ``roce_rail_index``;
-fabric_check fabric_check's checks (``_validate.checks.fabric_check``, what the action plugin runs)
+fabric_check fabric_check's checks (``_validate.verdict.fabric_check``, what the action plugin runs)
              over every host's state as the validate role gathers it on an 8-NIC GPU server: its
              rdma_facts (8 RoCE ports), nic_layer's check-mode QoS of each port, a ping and
              ib_write_bw/ib_write_lat to the next host, and its 8 rails (plan, kernel read, a ping,
@@ -57,7 +57,7 @@ from ansible_collections.rdmaops.roce.plugins.filter.roce_rollout import (  # no
 )
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import resolve_intent  # noqa: E402
 from ansible_collections.rdmaops.roce.plugins.module_utils._rollout import policy as policy_module  # noqa: E402
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import fabric_check  # noqa: E402
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.verdict import fabric_check  # noqa: E402
 
 FIXTURES = os.path.join(REPO, "tests", "unit", "fixtures")
 RAILS = 8

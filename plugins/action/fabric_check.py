@@ -10,7 +10,8 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate import checks, report
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate import report, verdict
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.intent import check_intent
 
 # intent, hosts, switches and min_bw_fraction are taken as given and read by checks (inputs.py):
 # each wrong type or shape is named with its key, in YAML's words, never Python's.
@@ -32,9 +33,9 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         try:
-            intent = checks.check_intent(args["intent"])
-            outcome = checks.fabric_check(intent, args["hosts"], switches=args["switches"],
-                                          min_bw_fraction=args["min_bw_fraction"])
+            intent = check_intent(args["intent"])
+            outcome = verdict.fabric_check(intent, args["hosts"], switches=args["switches"],
+                                           min_bw_fraction=args["min_bw_fraction"])
             if args["report_dir"]:
                 # the report is this check's output on the controller, not a change to a managed host
                 outcome["report_path"] = report.write_report(args["report_dir"], dict(outcome, intent=intent))

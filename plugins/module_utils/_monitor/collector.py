@@ -7,7 +7,7 @@ intent, as Prometheus metrics for node_exporter's textfile collector.
 Everything here reads. The state comes from the readers the rest of the collection uses: the
 facts reader (``_host.rdma_facts``), the NIC layer's engines in check mode (``_qos.nic_layer``,
 the same call the validate role makes to read trust, PFC, ECN and the RDMA-CM ToS), and drift is
-fabric_check's host checks (``_validate.checks.host_findings``) run here against the intent
+fabric_check's host checks (``_validate.host.host_findings``) run here against the intent
 snapshot the monitor role wrote: a gauge ``rdmaops_roce_intent_drift{check="mtu"}`` and a finding
 of ``check: mtu`` are the same check, with the same words (the failing findings' hints are written
 as comments in the file).
@@ -42,7 +42,8 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._monitor.exposition i
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor.runtime import CollectorModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers import ethtool_stats
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer, ports_from_intent
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import host_findings, read_inputs
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.host import host_findings
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.verdict import read_inputs
 
 TEXTFILE_MARKER = "Managed by rdmaops.roce (monitor): rdmaops-roce-collector rewrites this file on every run."
 # a sysfs counter's text (without its newline); the kernel's counters are u64

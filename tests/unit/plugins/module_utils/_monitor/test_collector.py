@@ -16,7 +16,7 @@ from monitortrees import collect, intent, mlx5_host, rxe_host, samples
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor import collector
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor.runtime import CollectorModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import host_findings
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.host import host_findings
 
 # what the collector may run: reads only
 READS = re.compile(r"(ibv_devinfo|ip -j addr show|ethtool -S \S+|dcb -j (pfc|app|ets|buffer) show dev \S+( dscp-prio)?|mlnx_qos -i \S+)")

@@ -13,7 +13,8 @@ from fixtures.qos import trees
 from ansible_collections.rdmaops.roce.plugins.filter.roce_nic_ports import nic_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import resolve_intent
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import FINDING_KEYS, fabric_check
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.findings import FINDING_KEYS
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.verdict import fabric_check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, *[os.pardir] * 5))

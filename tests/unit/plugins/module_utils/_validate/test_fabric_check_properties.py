@@ -15,7 +15,7 @@ from test_checks import INTENT, LAB_FRACTION, SWITCH
 from test_rails_findings import healthy_lab
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate import inputs
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import fabric_check
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.verdict import fabric_check
 
 PROPERTY = settings(max_examples=100, derandomize=True, database=None, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -18,7 +18,8 @@ from test_checks import INTENT, LAB_FRACTION, SWITCH, measured, rxe_facts
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate import report
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import FINDING_KEYS, fabric_check
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.findings import FINDING_KEYS
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.verdict import fabric_check
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 5))
 SCHEMA = json.load(open(os.path.join(REPO, "roles", "validate", "files", "report.schema.json")))

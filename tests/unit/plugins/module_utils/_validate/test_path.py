@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from test_checks import INTENT, LAB_FRACTION, lab, measured  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate import measure, report
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import fabric_check
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.verdict import fabric_check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, *[os.pardir] * 5))

@@ -1,7 +1,7 @@
 """validate's rail checks: each rail's address, rule and table as planned, and ARP/rp_filter."""
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import resolve_intent
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.checks import fabric_check
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.verdict import fabric_check
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate.rails import rail_findings
 
 LINKS = [

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import resolve_intent
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate import checks, rails
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate import rails, verdict
 
 INTENT = resolve_intent({})
 BW_CMD = ["timeout", "120", "ib_write_bw", "-d", "mlx5_0", "-x", "3", "--report_gbits"]
@@ -61,7 +61,7 @@ def test_fabric_check_reads_each_hosts_rails_a_bounded_number_of_times(monkeypat
     per_host = []
     for count in (20, 80):
         calls[0] = 0
-        result = checks.fabric_check(INTENT, fleet(count), switches={})
+        result = verdict.fabric_check(INTENT, fleet(count), switches={})
         rdma = [f for f in result["findings"] if f["check"] == "rails" and f["field"].endswith("RDMA")]
         assert len(rdma) == 2 * count and all(f["passed"] is True for f in rdma), [f for f in rdma if f["passed"] is not True][:2]
         # each run names the next host as its peer
@@ -109,7 +109,7 @@ FINDINGS = st.lists(st.fixed_dictionaries(dict(host=st.sampled_from(["h1", "h2",
 @settings(max_examples=300, deadline=None)
 @given(findings=FINDINGS, unproven=st.lists(st.just("asked for, not measured"), max_size=1))
 def test_unproven_parts_names_each_unchecked_owner_with_its_first_hint(findings, unproven):
-    parts = checks.unproven_parts(findings, {"h1": {}, "h2": {}}, {"s1": {}}, list(unproven))
+    parts = verdict.unproven_parts(findings, {"h1": {}, "h2": {}}, {"s1": {}}, list(unproven))
     checked = set(f["host"] for f in findings if f["passed"] is not None)
     expected = []
     for kind, name in (("host", "h1"), ("host", "h2"), ("switch", "s1")):
