@@ -61,7 +61,7 @@ def render_slurm_conf(cluster, controller, port, settings, nodes, partition, hea
     lines = list(header) + ["ClusterName=%s" % cluster, "SlurmctldHost=%s" % controller, "SlurmctldPort=%d" % port]
     lines += [item if isinstance(item, str) else "%s=%s" % item for item in tuple(SLURM_DEFAULTS) + tuple(settings)]
     lines += [" ".join(["NodeName=%s" % name] + ["%s=%s" % pair for pair in attributes]) for name, attributes in nodes]
-    lines.append("PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP" % (partition, ",".join(name for name, _ in nodes)))
+    lines.append("PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP" % (partition, ",".join(node[0] for node in nodes)))
     return "\n".join(lines) + "\n"
 
 
