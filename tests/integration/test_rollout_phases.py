@@ -15,7 +15,8 @@ import pytest
 
 import ansiblerun
 import slurmcluster
-from test_rollout_slurm import hosts, in_service, inventory, ring_state, rings, site  # noqa: F401  (hosts: a fixture)
+# hosts is a fixture: imported for the tests below, which take it as an argument
+from test_rollout_slurm import hosts, in_service, inventory, ring_state, rings, site  # noqa: F401  # pylint: disable=unused-import
 
 pytestmark = pytest.mark.skipif(slurmcluster.available() is not None, reason=str(slurmcluster.available()))
 
