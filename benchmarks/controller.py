@@ -184,7 +184,7 @@ def _timed(run, data):
     return time.process_time() - start_cpu, time.perf_counter() - start, summary
 
 
-def measure(part, make, run, counts, repeat, min_seconds):
+def measure(part, make, run, counts, repeat, min_seconds, trace=True):
     """Rows for one part: the sizes' runs alternate (a load that comes and goes on a shared machine
     then weighs on each size alike), at least ``repeat`` rounds and ``min_seconds`` of them; the
     least CPU time of each size is kept (the run the machine disturbed least), the median shown too."""
@@ -202,15 +202,17 @@ def measure(part, make, run, counts, repeat, min_seconds):
             wall[count].append(took)
     rows = []
     for count in counts:
-        gc.collect()
-        tracemalloc.start()
-        run(inputs[count])
-        _current, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
+        peak = None
+        if trace:
+            gc.collect()
+            tracemalloc.start()
+            run(inputs[count])
+            _current, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
         row = dict(part=part, hosts=count, runs=rounds, seconds=round(min(cpu[count]), 4),
                    median_seconds=round(statistics.median(cpu[count]), 4), wall_seconds=round(statistics.median(wall[count]), 4),
-                   peak_mib=round(peak / 1048576.0, 1), summary=summary[count])
-        print("%-12s %6d hosts  CPU %9.3f s (least of %d; median %.3f)  wall %9.3f s  peak %8.1f MiB  %s" % (
+                   peak_mib=round(peak / 1048576.0, 1) if peak is not None else None, summary=summary[count])
+        print("%-12s %6d hosts  CPU %9.3f s (least of %d; median %.3f)  wall %9.3f s  peak %s MiB  %s" % (
             part, count, row["seconds"], rounds, row["median_seconds"], row["wall_seconds"], row["peak_mib"],
             json.dumps(summary[count])), file=sys.stderr)
         rows.append(row)
@@ -228,9 +230,9 @@ def markdown(rows, counts):
         by = dict((row["hosts"], row) for row in rows if row["part"] == part)
         if not all(count in by for count in counts):
             continue
-        lines.append("| %s | %s | %.1f | %.1f MiB |" % (
+        lines.append("| %s | %s | %.1f | %s |" % (
             part, " | ".join("%.3f s" % by[count]["seconds"] for count in counts), by[large]["seconds"] / by[small]["seconds"],
-            by[large]["peak_mib"]))
+            "%.1f MiB" % by[large]["peak_mib"] if by[large]["peak_mib"] is not None else "not traced"))
     return "\n".join(lines)
 
 
@@ -241,6 +243,8 @@ def main():
     parser.add_argument("--min-seconds", type=float, default=2.0,
                         help="and more runs until this much time has passed, so that a short part is timed often enough")
     parser.add_argument("--part", action="append", choices=[part for part, _make, _run in PARTS], help="only this part (repeatable)")
+    parser.add_argument("--no-trace", action="store_true", help="leave out the traced run that measures the peak memory "
+                        "(it is slower than the timed runs: a busy machine may not have the time)")
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown")
     args = parser.parse_args()
@@ -250,7 +254,7 @@ def main():
     for part, make, run in PARTS:
         if args.part and part not in args.part:
             continue
-        rows.extend(measure(part, make, run, counts, args.repeat, args.min_seconds))
+        rows.extend(measure(part, make, run, counts, args.repeat, args.min_seconds, trace=not args.no_trace))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=1, sort_keys=True)
