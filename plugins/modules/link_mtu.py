@@ -237,7 +237,7 @@ management:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.backends import BACKEND_CHOICES
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.stacks import BACKEND_CHOICES
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
 
 

@@ -30,7 +30,7 @@ import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET, ONLINE
 from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.stacks import BACKEND_CHOICES, BACKENDS  # noqa: F401 (re-exported)
+from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.stacks import BACKENDS
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import MARKER_BEGIN, MARKER_END, merge_block, read_text
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev

@@ -28,8 +28,8 @@ def imported_by(statement):
 def test_monitor_collector_loads_neither_the_collector_nor_the_checks_nor_the_nic_engines():
     loaded = imported_by("import ansible_collections.rdmaops.roce.plugins.modules.monitor_collector")
     assert "_monitor.install" in loaded and "_validate.intent" in loaded
-    engines = ("_validate.verdict", "_validate.host", "_validate.findings", "_validate.rails", "_validate.inputs", "_qos.nic_layer", "_qos.nic_qos", "_qos.ecn", "_qos.tos",
-               "_mtu", "_host.rdma_facts", "_monitor.collector")
+    engines = ("_validate.verdict", "_validate.host", "_validate.findings", "_validate.rails", "_validate.inputs",
+               "_qos.nic_layer", "_qos.nic_qos", "_qos.ecn", "_qos.tos", "_mtu", "_host.rdma_facts", "_monitor.collector")
     assert not [name for name in loaded if name.startswith(engines)], sorted(loaded)
 
 
