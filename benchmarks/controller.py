@@ -237,7 +237,7 @@ def markdown(rows, counts):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--hosts", default="1000,10000", help="fleet sizes, comma-separated (default 1000,10000)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per part and size, at least (the median is kept)")
     parser.add_argument("--min-seconds", type=float, default=2.0,

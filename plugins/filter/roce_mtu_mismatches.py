@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import roce_ports
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.ports import roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import int_or_none
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.rdma import roce_active_mtu
 

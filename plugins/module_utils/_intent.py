@@ -18,12 +18,10 @@ import re
 
 from ansible.module_utils.six.moves.collections_abc import Mapping
 # The two low ToS bits are the ECN field (RFC 3168): the intent's ToS is DSCP << 2 | ECN bits.
-from ansible_collections.rdmaops.roce.plugins.module_utils._qos.codepoints import (  # noqa: F401 (re-exported)
+from ansible_collections.rdmaops.roce.plugins.module_utils._qos.codepoints import (
     CE,
     ECN_MASK,
     ECT0,
-    ECT1,
-    NOT_ECT,
 )
 
 PRESETS = {

@@ -298,8 +298,9 @@ def management(lab, inventory, vm):
         msg = run.stdout[-500:] + run.stderr[-500:]
     print("%s: nic_layer with a rail on the management NIC %s, exclusive (%.1f s): rc %d\n    %s" % (vm, dev, took, run.returncode, msg))
     problems = []
-    if run.returncode == 0 or not re.match(r"refusing to remove .* \(rails\.exclusive, live\) from %s: it is on the path that carries "
-                                             r"the Ansible connection \(%s holds " % (re.escape(dev), re.escape(dev)), msg):
+    refusal = (r"refusing to remove .* \(rails\.exclusive, live\) from %s: it is on the path that carries "
+               r"the Ansible connection \(%s holds " % (re.escape(dev), re.escape(dev)))
+    if run.returncode == 0 or not re.match(refusal, msg):
         problems.append("the rail on %s was not refused as the management path: %s" % (dev, msg or run.stdout[-300:]))
     if after != before:
         problems.append("%s's addresses, default route or rules changed:\n%s\n-- now --\n%s" % (vm, indent(before), indent(after)))

@@ -15,7 +15,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.ports import roce_ports  # noqa: F401 (re-exported)
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import (
     GPU_CLASSES,
     IB_CLASS,

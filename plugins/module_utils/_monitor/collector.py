@@ -35,7 +35,8 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, execute
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts, roce_ports
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.ports import roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import IB_CLASS, kernel_release
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor import COLLECTION_VERSION, TEXTFILE_NAME
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor.exposition import Exposition, metric_name

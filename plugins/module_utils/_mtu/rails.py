@@ -439,9 +439,10 @@ class RailLinks:
         change that reaches the management path is refused."""
         guard(self.management, action, devices=devices, addresses=addresses,
               advice=advice or "Changing it can cut this host off. Give the rail a netdev that is not on the management path",
-              details=dict(option=option, management=dict(interfaces=self.management["interfaces"],
-                                                           protected=sorted(self.management["protected"]),
-                                                           addresses=self.management.get("addresses") or {})))
+              details=dict(option=option, management=dict(
+                  interfaces=self.management["interfaces"],
+                  protected=sorted(self.management["protected"]),
+                  addresses=self.management.get("addresses") or {})))
 
     def _guard_exclusive(self, name, removed, where):
         if removed:

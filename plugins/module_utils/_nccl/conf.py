@@ -49,7 +49,8 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import E
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RefusedError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import absolute_path, full_match
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_ifname
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts, roce_ports
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
+from ansible_collections.rdmaops.roce.plugins.module_utils._host.ports import roce_ports
 
 DEFAULT_PATH = "/etc/nccl.conf"
 BLOCK = "nccl"

@@ -101,9 +101,9 @@ def test_the_plan_from_a_real_inventory_through_hostvars(tmp_path):
     assert "host gpu3, rail rail1: address 10.20.0.3 is also host gpu2's on rail rail1" in proc.stdout
 
 
-def links_error(plan, rdma=RDMA):
+def links_error(plan, rdma=None):
     with pytest.raises(AnsibleFilterError) as caught:
-        roce_rail_links(plan, rdma, host="gpu1")
+        roce_rail_links(plan, RDMA if rdma is None else rdma, host="gpu1")
     return str(caught.value)
 
 

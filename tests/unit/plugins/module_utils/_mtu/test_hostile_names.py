@@ -129,10 +129,10 @@ def test_any_rail_netdev_is_refused_or_reads_back_from_networkd_and_ifcfg_and_rt
     text = rails.networkd_dropin([link])
     assert [line for line in text.splitlines() if line.startswith("#")] == [text.splitlines()[0]]
     entries = fmt.parse_ini(text)
-    assert [(s, k) for s, k, _v in entries] == [("Address", "Address"), ("Route", "Destination"), ("Route", "PreferredSource"),
-                                               ("Route", "Table"), ("Route", "Scope"), ("Route", "Gateway"), ("Route", "Table"),
-                                               ("RoutingPolicyRule", "From"), ("RoutingPolicyRule", "Table"),
-                                               ("RoutingPolicyRule", "Priority")]
+    assert [(s, k) for s, k, _v in entries] == [
+        ("Address", "Address"), ("Route", "Destination"), ("Route", "PreferredSource"),
+        ("Route", "Table"), ("Route", "Scope"), ("Route", "Gateway"), ("Route", "Table"),
+        ("RoutingPolicyRule", "From"), ("RoutingPolicyRule", "Table"), ("RoutingPolicyRule", "Priority")]
     # rt_tables.d: the table is named after the netdev and reads back as that name and the rail
     table_names = {100: rails.table_name(name)}
     assert parse_rt_tables(rails.rt_tables_text([link], table_names)) == {100: ("rdmaops_" + name, "rail0")}
