@@ -11,7 +11,7 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.roce.plugins.filter.roce_validate import roce_validate_pairs, roce_validate_plan
+from ansible_collections.rdmaops.roce.plugins.filter.roce_validate_plan import roce_validate_pairs, roce_validate_plan
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "validate_plan", "jinja.json")
 
