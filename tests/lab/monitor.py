@@ -114,10 +114,16 @@ def drift_firing(vm):
     return 'ALERTS{alertname="RoceIntentDrift",alertstate="firing",instance="%s",check="mtu"}' % vm
 
 
-def run(prom, inventory, status):
-    # 1. the series
+def run(prom, inventory, status, since):
+    # 1. the series, from a collection that ran after this step began: the inventory's interval is
+    # minutes, so the file node_exporter serves first can predate what the steps before this one put
+    # back (the rollout's failed gate left vm1's ToS at 0 until its end), and drift judged on it would
+    # be the past's
     took = prom.wait("rdmaops_roce_* series of vm1 and vm2", 'count by (instance) ({__name__=~"rdmaops_roce_.+"})',
                      lambda r: set(labels["instance"] for labels, value in r if value > 10) >= {"vm1", "vm2"}, 90)
+    took += prom.wait("a collection on vm1 and vm2 that ran after this step began",
+                      "rdmaops_roce_collector_last_run_timestamp_seconds > %d" % int(since),
+                      lambda r: set(labels["instance"] for labels, _value in r) >= {"vm1", "vm2"}, 6 * INTERVAL)
     counts = dict((labels["instance"], int(value)) for labels, value in prom.query('count by (instance) ({__name__=~"rdmaops_roce_.+"})'))
     success = dict((labels["instance"], value) for labels, value in prom.query("rdmaops_roce_collector_success"))
     print("series: %s rdmaops_roce_* series (after %.0f s); collector_success %s" % (
@@ -219,7 +225,7 @@ def main(argv=None):
         start = time.time()
         set_interval(args.inventory, INTERVAL)
         print("site.yml --tags monitor -e monitor_interval=%d: %.0f s" % (INTERVAL, time.time() - start))
-        run(prom, args.inventory, status)
+        run(prom, args.inventory, status, start)
     except Failed as exc:
         print("FAILED: %s" % exc)
         rc = 1
