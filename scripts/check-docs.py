@@ -19,7 +19,11 @@ docs/reference/) and roles/*/README.md. In each, outside and inside fenced block
     name (``validate.yml``): a file or directory of the repository;
   * ``--tags``/``--skip-tags`` values: tags the playbooks set;
 - every relative Markdown link resolves to a file of the repository;
-- the README stays a README: at most README_LINES lines, no table cell over CELL_WORDS words.
+- the README stays a README: at most README_LINES lines, no table cell over CELL_WORDS words;
+- no line speaks of the collection's own development: no date (``2026-11-28``, ``Nov 2026``,
+  ``28 November 2026``) and no issue or pull request number (``issue 30``, ``#30``, ``PR 12``).
+  The shipped docs are guides for users; dated runs, measurements and work items belong in
+  CONTRIBUTING.md or tests/**/README.md, which are not in the tarball.
 
 Each problem is printed as ``file:line: message`` naming the name; the exit status is 1 when
 there is any.
@@ -74,6 +78,13 @@ ASSIGN = re.compile(r"(?:^|[\s,{(])(?:-e\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
 CODE_DIRS = ("plugins", "roles", "playbooks", "meta", "inventories/example", "scripts")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SKIP_DIRS = (".git", ".venv", "build", "__pycache__", ".pytest_cache", ".hypothesis", ".ansible", "node_modules")
+# Dates and work-item numbers: the shipped docs are not a diary (see the module docstring).
+MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+         r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+DATE = re.compile(r"(?<![\w.-])(?:(?:19|20)\d\d-[01]\d-[0-3]\d|(?:[0-3]?\d(?:st|nd|rd|th)?\s+)?" + MONTH
+                  + r"\.?(?:\s+[0-3]?\d(?:st|nd|rd|th)?,?)?\s+(?:19|20)\d\d)(?![\w-])")
+ISSUE = re.compile(r"(?i:\b(?:issues?|pull requests?|PRs?|work items?|tickets?)\s*(?:no\.?\s*)?#?\d+\b)"
+                   r"|(?<![\w&#/])#\d+\b|rdmaops/roce/(?:issues|pull)/\d+")
 METRIC = "rdmaops_roce_"
 METRIC_PARTS = ("port_", "hw_", "intent_", "rdma_cm_")
 
@@ -336,6 +347,14 @@ class Checker:
             if resolved.startswith("..") or resolved not in self.code.files:
                 self.report(path, line, "link `%s` points to no file of the collection" % target)
 
+    def check_diary(self, path, line, text):
+        for match in DATE.finditer(text):
+            self.report(path, line, "a date (`%s`) in a shipped doc: dated runs and measurements belong in "
+                        "CONTRIBUTING.md or tests/**/README.md" % match.group(0))
+        for match in ISSUE.finditer(text):
+            self.report(path, line, "an issue number (`%s`) in a shipped doc: say what the collection does, "
+                        "not which work item made it" % match.group(0))
+
     # -- a document ----------------------------------------------------------------------------
     def check_text(self, path, text):
         fence = None
@@ -343,6 +362,7 @@ class Checker:
         previous = ""
         number = 0
         for number, line in enumerate(text.splitlines(), 1):
+            self.check_diary(path, number, line)
             match = FENCE.match(line)
             if fence is None and match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
                 fence, fence_line = match.group(1), number

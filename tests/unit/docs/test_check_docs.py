@@ -135,3 +135,40 @@ def test_the_readme_keeps_short_cells_and_a_short_page(code):
     assert problems(code, long_cell, path="docs/page.md") == []
     assert problems(code, "line\n" * 221, path="README.md") == [
         "README.md:221: the README has 221 lines (at most 220): move detail into docs/"]
+
+
+@pytest.mark.parametrize("line, found", [
+    ("Measured in the lab on 2026-11-28: 41 s.", "a date (`2026-11-28`)"),
+    ("The soak ran in Nov 2026 on two cores.", "a date (`Nov 2026`)"),
+    ("Seen on 28 November 2026 in CI.", "a date (`28 November 2026`)"),
+    ("Seen on November 28, 2026 in CI.", "a date (`November 28, 2026`)"),
+    ("```\n2026-11-27 09:17 UTC: vm2 stalled\n```", "a date (`2026-11-27`)"),
+    ("The rollout of issue 30 drains in waves.", "an issue number (`issue 30`)"),
+    ("Fixed for the fleet (#30).", "an issue number (`#30`)"),
+    ("See Issue #12 and PR 7.", "an issue number (`Issue #12`)"),
+    ("[the bug](https://github.com/rdmaops/roce/issues/31)", "an issue number (`rdmaops/roce/issues/31`)"),
+])
+def test_a_planted_date_or_issue_number_fails(code, line, found):
+    found_problems = problems(code, "# A guide\n\n" + line + "\n")
+    assert any(problem.startswith("docs/page.md:3: " + found) or
+               (line.startswith("```") and problem.startswith("docs/page.md:4: " + found))
+               for problem in found_problems), found_problems
+
+
+def test_versions_addresses_anchors_and_counts_are_no_dates_or_issues(code):
+    text = ("DOCA 3.2.1 on kernel 6.1.0-50, 198.18.0.0/24 and 10.0.2.2, port 8765, 3 hosts, in May the\n"
+            "[rollout](operations.md#the-rollout), `rdmaops.roce: gate failed`, ib_write_bw -n 5000,\n"
+            "a 2026 kernel, issues to the tracker, slurm-wlm 22.05, firmware 28.39.1002\n")
+    assert problems(code, text) == []
+
+
+def test_the_shipped_docs_have_no_date_and_no_issue_number(code):
+    checker = check_docs.Checker(code)
+    for path in code.shipped_docs():
+        checker.check_diary(path, 0, _read_doc(path))
+    assert checker.problems == []
+
+
+def _read_doc(path):
+    with open(os.path.join(REPO, path), encoding="utf-8") as handle:
+        return handle.read()
