@@ -1,0 +1,198 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rdmaops.roce contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: validate_probe
+short_description: Run the validate role's reads and measurements on a host in one call
+version_added: 1.2.0
+description:
+  - Internal to the role C(rdmaops.roce.validate), which runs each of its steps on a host as one call of this module
+    (the counters, the pings of every peer, every perftest client, the perftest servers) instead of one task per
+    command. Its options and results may change with the role.
+  - It first ends the jobs of O(stop), then runs O(commands) one after another, then starts the jobs of O(start).
+  - Each command runs as M(ansible.builtin.command) would run it (no shell unless the argv calls one); with
+    O(commands[].retries) it runs again, after O(commands[].delay) seconds, until it exits 0, or exits 124 (it hung
+    under C(timeout)) after at least O(commands[].attempts) runs, as a task's C(until)/C(retries) would.
+  - A job is a perftest server started detached (a session of its own, no output kept) through a loop that listens
+    again after a run that failed or hung, up to O(start[].attempts) runs; a run that timed out with no client
+    connected is not an attempt. Its process id is kept in O(job_dir) until O(stop) ends it.
+  - It changes nothing on the host (C(changed) is always false); it fails only on bad options, on a read of
+    O(commands) marked O(commands[].check) that did not exit 0 (after running every command), or when a job cannot
+    be started.
+author:
+  - rdmaops developers (@rdmaops)
+options:
+  commands:
+    description: The commands to run, in order.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      argv:
+        description: The command and its arguments.
+        type: list
+        elements: str
+        required: true
+      item:
+        description: Returned as the result's C(item) (what the role's loop would have run over).
+        type: raw
+      retries:
+        description: How many more runs it may get (C(retries) of a task with C(until)); 0 runs it once.
+        type: int
+        default: 0
+      delay:
+        description: Seconds between runs.
+        type: int
+        default: 5
+      attempts:
+        description: A run that exits 124 (hung) ends the retries once this many runs were made.
+        type: int
+        default: 1
+      check:
+        description: The module fails, after running every command, when this one did not exit 0.
+        type: bool
+        default: false
+  start:
+    description: Perftest servers to start detached, after the commands.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The job's name (1-100 of C(A-Z a-z 0-9 _ . -)), unique on the host while it runs.
+        type: str
+        required: true
+      argv:
+        description: The server's command line.
+        type: list
+        elements: str
+        required: true
+      attempts:
+        description: How many runs that failed or hung (with a client connected) the server gets.
+        type: int
+        default: 1
+  stop:
+    description: Jobs to end, before the commands.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The job's name as it was started.
+        type: str
+        required: true
+      wait:
+        description: Give the job up to O(grace) seconds to finish by itself (it served its client) before it is ended.
+        type: bool
+        default: true
+  grace:
+    description: Seconds the jobs of O(stop) with O(stop[].wait) get, together, to finish by themselves.
+    type: int
+    default: 30
+  deadline:
+    description: Seconds after which a started job ends by itself, stopped or not.
+    type: int
+    default: 600
+  job_dir:
+    description: Where the started jobs' process ids are kept (made with mode 0700; removed when empty).
+    type: path
+    default: /run/rdmaops-validate
+extends_documentation_fragment:
+  - rdmaops.roce.attributes
+attributes:
+  check_mode:
+    support: full
+    description: Runs what it is given (the role gives it reads, pings and measurements, and runs it with C(check_mode) false).
+  diff_mode:
+    support: N/A
+    description: Changes nothing.
+seealso:
+  - module: rdmaops.roce.fabric_check
+"""
+
+EXAMPLES = r"""
+- name: Ping two peers and read the counters, in one call
+  rdmaops.roce.validate_probe:
+    commands:
+      - {argv: [ping, -c, "2", "198.18.0.12"], item: [vm1, vm2]}
+      - {argv: [ping, -c, "2", "198.18.0.13"], item: [vm1, vm3]}
+      - {argv: [cat, /sys/class/net/ens4/statistics/rx_packets], check: true}
+  register: probe
+"""
+
+RETURN = r"""
+results:
+  description: One per command, in order, with C(item), C(cmd) (the argv), C(rc), C(stdout) and C(stderr) (their
+    trailing newlines cut), and C(attempts) (how many runs) for a command with O(commands[].retries).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {item: [vm1, vm2], cmd: [ping, -c, "2", 198.18.0.12], rc: 0, stdout: "PING ...", stderr: ""}
+started:
+  description: The names of the jobs started.
+  returned: always
+  type: list
+  elements: str
+stopped:
+  description: Per job of O(stop), V(exited) (it had finished), V(stopped) (it was ended) or V(not started).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate import probe
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            commands=dict(type="list", elements="dict", default=[], options=dict(
+                argv=dict(type="list", elements="str", required=True),
+                item=dict(type="raw"),
+                retries=dict(type="int", default=0),
+                delay=dict(type="int", default=5),
+                attempts=dict(type="int", default=1),
+                check=dict(type="bool", default=False),
+            )),
+            start=dict(type="list", elements="dict", default=[], options=dict(
+                name=dict(type="str", required=True),
+                argv=dict(type="list", elements="str", required=True),
+                attempts=dict(type="int", default=1),
+            )),
+            stop=dict(type="list", elements="dict", default=[], options=dict(
+                name=dict(type="str", required=True),
+                wait=dict(type="bool", default=True),
+            )),
+            grace=dict(type="int", default=30),
+            deadline=dict(type="int", default=600),
+            job_dir=dict(type="path", default="/run/rdmaops-validate"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        probe.check_names(params["start"] + params["stop"])
+        stopped = probe.stop_jobs(params["stop"], params["job_dir"], params["grace"])
+        results = probe.run_commands(lambda argv: module.run_command(argv), params["commands"])
+        started = probe.start_jobs(params["start"], params["job_dir"], params["deadline"])
+    except probe.ProbeError as exc:
+        module.fail_json(msg=str(exc))
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="validate_probe: a perftest server job could not be started or ended in %s: %s"
+                         % (params["job_dir"], exc.strerror or exc))
+    failed = probe.failed_checks(params["commands"], results)
+    outcome = dict(changed=False, results=results, started=started, stopped=stopped)
+    if failed:
+        module.fail_json(msg="a read failed: %s" % "; ".join(failed), **outcome)
+    module.exit_json(**outcome)
+
+
+if __name__ == "__main__":
+    main()
