@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, resolve_intent
-from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import ports_from_intent
+from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import ports_from_intent
 
 
 def nic_ports(rdma, intent, interfaces=None):

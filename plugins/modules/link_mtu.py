@@ -237,8 +237,8 @@ management:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.stacks import BACKEND_CHOICES
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf.stacks import BACKEND_CHOICES
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf.mtu import LinkMtu
 
 
 def main():

@@ -295,8 +295,8 @@ changes:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.stacks import BACKEND_CHOICES
-from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf.stacks import BACKEND_CHOICES
+from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer
 
 
 def main():

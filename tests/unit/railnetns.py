@@ -19,7 +19,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import C
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer
+from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer
 
 
 class Module:

@@ -5,7 +5,7 @@
 intent, as Prometheus metrics for node_exporter's textfile collector.
 
 Everything here reads. The state comes from the readers the rest of the collection uses: the
-facts reader (``_host.rdma_facts``), the NIC layer's engines in check mode (``_qos.nic_layer``,
+facts reader (``_host.rdma_facts``), the NIC layer's engines in check mode (``_nic_layer``,
 the same call the validate role makes to read trust, PFC, ECN and the RDMA-CM ToS), and drift is
 fabric_check's host checks (``_validate.host.host_findings``) run here against the intent
 snapshot the monitor role wrote: a gauge ``rdmaops_roce_intent_drift{check="mtu"}`` and a finding
@@ -42,7 +42,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._monitor import COLLE
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor.exposition import Exposition, metric_name
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor.runtime import CollectorModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers import ethtool_stats
-from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer, ports_from_intent
+from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer, ports_from_intent
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate.host import host_findings
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate.verdict import read_inputs
 

@@ -29,18 +29,18 @@ def test_monitor_collector_loads_neither_the_collector_nor_the_checks_nor_the_ni
     loaded = imported_by("import ansible_collections.rdmaops.roce.plugins.modules.monitor_collector")
     assert "_monitor.install" in loaded and "_validate.intent" in loaded
     engines = ("_validate.verdict", "_validate.host", "_validate.findings", "_validate.rails", "_validate.inputs",
-               "_qos.nic_layer", "_qos.nic_qos", "_qos.ecn", "_qos.tos", "_mtu", "_host.rdma_facts", "_monitor.collector")
+               "_nic_layer", "_qos.nic_qos", "_qos.ecn", "_qos.tos", "_netconf", "_host.rdma_facts", "_monitor.collector")
     assert not [name for name in loaded if name.startswith(engines)], sorted(loaded)
 
 
 def test_nic_layer_loads_the_mtu_and_rail_engines_only_for_links_and_rails():
-    loaded = imported_by("from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer")
+    loaded = imported_by("from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer")
     assert "_qos.nic_qos" in loaded and "_qos.ecn" in loaded and "_qos.tos" in loaded
-    assert not [name for name in loaded if name.startswith(("_mtu.", "_host.rdma_facts", "_intent"))], sorted(loaded)
+    assert not [name for name in loaded if name.startswith(("_netconf.", "_host.rdma_facts", "_intent"))], sorted(loaded)
     # the module's argument spec names the network stacks without loading their engines
     loaded = imported_by("import ansible_collections.rdmaops.roce.plugins.modules.nic_layer")
-    assert "_mtu.stacks" in loaded
-    assert not [name for name in loaded if name.startswith(("_mtu.backends", "_mtu.formats", "_mtu.engine", "_mtu.rails"))], sorted(loaded)
+    assert "_netconf.stacks" in loaded
+    assert not [name for name in loaded if name.startswith(("_netconf.backends", "_netconf.formats", "_netconf.mtu", "_netconf.rails"))], sorted(loaded)
 
 
 def test_tuning_layer_loads_the_facts_and_gpudirect_readers_only_when_asked():
@@ -53,8 +53,8 @@ def test_the_collector_script_carries_no_mtu_engine():
     """The collector reads the QoS state through nic_layer with no link to set: the MTU engines, which
     nic_layer imports where a link is asked for, are not in the script."""
     modules = bundle.closure()
-    assert "%s._qos.nic_layer" % MU in modules
-    assert not [name for name in modules if name.startswith(MU + "._mtu")]
+    assert "%s._nic_layer" % MU in modules
+    assert not [name for name in modules if name.startswith(MU + "._netconf")]
 
 
 def _function_level_imports(tree):

@@ -15,7 +15,7 @@ def test_the_closure_is_the_collection_and_six_only():
     foreign = [name for name in modules if not name.startswith(bundle.COLLECTION)]
     assert foreign == ["ansible.module_utils.six"]
     # the readers and checks the modules use, not copies of them
-    for name in ("_validate.host", "_validate.verdict", "_host.rdma_facts", "_qos.nic_layer", "_monitor.collector"):
+    for name in ("_validate.host", "_validate.verdict", "_host.rdma_facts", "_nic_layer", "_monitor.collector"):
         assert "%s.%s" % (bundle.COLLECTION, name) in modules
     # os_facts (ansible's fact collectors) is imported inside a function only: not bundled
     assert "%s._host.os_facts" % bundle.COLLECTION not in modules

@@ -11,7 +11,7 @@ LINKS = [
          rule_priority=1000),
 ]
 # nic_layer's rails.before in check mode, read from a real kernel (the network namespace of
-# tests/unit/plugins/module_utils/_mtu/test_rail_links.py, after the rails were applied)
+# tests/unit/plugins/module_utils/_netconf/test_rail_links.py, after the rails were applied)
 READ = {
     "v0": {"addresses": ["192.168.9.9/24", "10.10.0.1/31"], "routes": ["default via 10.10.0.0 table 100", "10.10.0.0/31 table 100"],
            "rules": ["1000 from 10.10.0.1 lookup 100"], "sysctls": {"arp_announce": 2, "arp_ignore": 1, "rp_filter": 2}},

@@ -37,16 +37,12 @@ import ipaddress
 import os
 import re
 
-from ansible.module_utils.six.moves import shlex_quote
-
 from ansible_collections.rdmaops.roce.plugins.module_utils._core import files
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import merge_block, read_block
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import ManagementPath, guard
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev, check_rail_name
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import backends
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute import (
     RAIL_TABLES,
     parse_addresses,
@@ -64,7 +60,6 @@ SYSCTLS = (("arp_ignore", 1, 0, 8), ("arp_announce", 2, 0, 2), ("rp_filter", 2, 
 RESERVED_TABLES = (0, 253, 254, 255)
 TABLE_MAX = (1 << 31) - 1
 RULE_PRIORITY_MAX = 32765
-NETWORKD_DROPIN = backends.DROPIN_PREFIX + "-rails.conf"
 
 
 def table_name(interface):
@@ -164,84 +159,8 @@ def _host_src(src, family):
 
 
 # --------------------------------------------------------------------------------------------
-# persistence renderers: pure functions of the links, one per configuration system
+# our rt_tables.d file
 # --------------------------------------------------------------------------------------------
-def networkd_dropin(links):
-    """A .network drop-in with the links' addresses, routes and rules (one netdev)."""
-    lines = ["# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % check_netdev("interface", links[0].interface)]
-    for link in links:
-        lines += ["", "[Address]", "Address=%s" % link.cidr]
-        lines += ["", "[Route]", "Destination=%s" % link.network] + (["PreferredSource=%s" % link.route_source] if link.route_source else [])
-        lines += ["Table=%d" % link.table, "Scope=link"]
-        if link.gateway:
-            lines += ["", "[Route]", "Gateway=%s" % link.gateway, "Table=%d" % link.table]
-        lines += ["", "[RoutingPolicyRule]", "From=%s/%d" % (link.address, link.host_prefix), "Table=%d" % link.table,
-                  "Priority=%d" % link.rule_priority]
-    return "\n".join(lines) + "\n"
-
-
-def netplan_rails_dropin(section, netdef_id, links, origin):
-    """A netplan drop-in adding the links' addresses, routes and routing policy to one definition;
-    netplan appends these lists to the definition's own."""
-    key = fmt._yaml_key(netdef_id)
-    lines = [
-        "# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % check_netdev("interface", links[0].interface),
-        "# netplan merges this file over the definition of %s in %s." % (fmt.comment_text(netdef_id), fmt.comment_text(origin)),
-        "network:", "  version: 2", "  %s:" % section, "    %s:" % key, "      addresses:",
-    ]
-    lines += ['        - "%s"' % link.cidr for link in links]
-    lines.append("      routes:")
-    for link in links:
-        lines += ['        - to: "%s"' % link.network] + (['          from: "%s"' % link.route_source] if link.route_source else [])
-        lines += ["          scope: link", "          table: %d" % link.table]
-        if link.gateway:
-            lines += ["        - to: default", '          via: "%s"' % link.gateway, "          table: %d" % link.table]
-    lines.append("      routing-policy:")
-    for link in links:
-        lines += ['        - from: "%s/%d"' % (link.address, link.host_prefix), "          table: %d" % link.table,
-                  "          priority: %d" % link.rule_priority]
-    return "\n".join(lines) + "\n"
-
-
-def ifupdown_rails_lines(links):
-    """Stanzas of ours for the netdev (interfaces(5): every stanza of an interface is applied when
-    it comes up), one per family, running the same commands as the live change.
-
-    The method is ``manual`` and the addresses are ``ip address replace``d, never a ``static``
-    stanza's ``address``: the user's own stanza often holds the very address the plan gives (an
-    installer addressed the NIC as planned), and ifup's second ``ip address add`` of it fails
-    ("File exists"), so ifup stopped before our routes and rules (seen in the two-rail lab: after
-    a reboot vm1 had its addresses but no rule and no table).
-
-    ifup runs each ``up`` line with ``/bin/sh -c``: the netdev name is checked (no shell syntax
-    gets through) and every word is shell-quoted besides (a checked name needs no quotes, so the
-    lines read as they always did)."""
-    out = []
-    for family in (4, 6):
-        mine = [link for link in links if link.family == family]
-        if not mine:
-            continue
-        name = check_netdev("interface", mine[0].interface)
-        out.append("iface %s %s manual" % (name, "inet" if family == 4 else "inet6"))
-        out.append("    up %s" % _sh(["ip", "link", "set", "dev", name, "up"]))
-        for link in mine:
-            out.append("    up %s" % _sh(link.address_argv("replace")))
-        for link in mine:
-            out.append("    up %s" % _sh(link.subnet_route_argv()))
-            if link.gateway:
-                out.append("    up %s" % _sh(link.default_route_argv()))
-            # ip rule has no replace: take ours away first, so a second ifup adds it once
-            out.append("    up %s 2>/dev/null || true" % _sh(link.rule_argv("del")))
-            out.append("    up %s" % _sh(link.rule_argv("add")))
-            out.append("    down %s 2>/dev/null || true" % _sh(link.rule_argv("del")))
-    return out
-
-
-def _sh(argv):
-    """One shell command line of ``argv``, each word quoted where it needs it."""
-    return " ".join(shlex_quote(str(word)) for word in argv)
-
-
 def rt_tables_text(links, names):
     """Our rt_tables.d file: ``<number>\t<name>`` per table (``names``: number -> name), each table's
     rail in the comment above it (rdma_facts reports a netdev's rail from there).  A table name is
@@ -254,58 +173,6 @@ def rt_tables_text(links, names):
                              option="rails.links")
     return "# Managed by rdmaops.roce (nic_layer rails): one routing table per RDMA netdev.\n" + "".join(
         "# rail %s\n%d\t%s\n" % (rails[number], number, names[number]) for number in sorted(set(link.table for link in links)))
-
-
-def ifcfg_route_lines(links):
-    """route-<netdev> lines; the network scripts word-split them unquoted into ``ip route add``,
-    so the netdev name is checked (a glob or a space would reach ip as other words)."""
-    lines = []
-    for link in links:
-        check_netdev("interface", link.interface)
-        lines.append("%s dev %s src %s table %d" % (link.network, link.interface, link.route_source, link.table))
-        if link.gateway:
-            lines.append("default via %s dev %s table %d" % (link.gateway, link.interface, link.table))
-    return lines
-
-
-def ifcfg_rule_lines(links):
-    return ["from %s/%d table %d priority %d" % (link.address, link.host_prefix, link.table, link.rule_priority) for link in links]
-
-
-def ifcfg_set_addresses(text, links, exclusive=False):
-    """``text`` with each IPv4 link's address: ``IPADDR``/``PREFIX`` when the file has none, else
-    the first free ``IPADDRn``/``PREFIXn`` (n from 1); with ``exclusive``, other addresses go."""
-    lines = fmt._split(text)
-    have = {}
-    for key, value in fmt.parse_ifcfg(text).items():
-        match = re.fullmatch(r"IPADDR([0-9]*)", key)
-        if match:
-            have[match.group(1)] = value
-    wanted = [link for link in links if link.family == 4]
-    if exclusive:
-        keep = set(link.address for link in wanted)
-        drop = [suffix for suffix, value in have.items() if value not in keep]
-        pattern = re.compile(r"\s*(IPADDR|PREFIX|NETMASK)(%s)=.*" % "|".join(re.escape(suffix) for suffix in drop)) if drop else None
-        lines = [line for line in lines if pattern is None or not pattern.fullmatch(line)]
-        for suffix in drop:
-            del have[suffix]
-    for link in wanted:
-        if link.address in have.values():
-            continue
-        suffix = "" if not have else next(str(n) for n in range(1, 256) if str(n) not in have)
-        have[suffix] = link.address
-        lines += ["IPADDR%s=%s" % (suffix, link.address), "PREFIX%s=%d" % (suffix, link.prefix)]
-    return "\n".join(lines) + "\n" if lines else ""
-
-
-def ifcfg_addresses(text):
-    values = fmt.parse_ifcfg(text or "")
-    out = []
-    for key, value in values.items():
-        match = re.fullmatch(r"IPADDR([0-9]*)", key)
-        if match:
-            out.append("%s/%s" % (value, values.get("PREFIX" + match.group(1), "?")))
-    return sorted(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -577,134 +444,14 @@ class RailLinks:
                 raise RdmaopsError("could not write %s: %s" % (path, exc), path=path)
         return action
 
-    # -- persistence, per backend -------------------------------------------------------------
+    # -- persistence: what configures the link writes it ------------------------------------------
     def _persist(self, plan, cfg, links):
-        name = cfg.backend.name
-        handler = getattr(self, "_persist_" + name)
-        for cmd in handler(plan, cfg, links) or []:
+        """The links of one netdev, persisted by the stack that configures it (:mod:`.backends`)."""
+        planned = cfg.backend.plan_rails(cfg, links, plan, exclusive=bool(self.params.get("exclusive", False)),
+                                         guard_removal=self._guard_exclusive)
+        for cmd in planned or []:
             if cmd not in self.activations:
                 self.activations.append(cmd)
-
-    def _persist_networkd(self, plan, cfg, links):
-        path = os.path.join(os.path.dirname(cfg.path), NETWORKD_DROPIN)
-        cfg.details["_rails_path"] = path
-        text = networkd_dropin(links)
-        before = self.config_ctx.read(path)
-        if before != text:
-            self.config_ctx.stage(path, text, 0o644, "networkd: %s adds the rail address, table and rule of %s" % (path, cfg.interface),
-                                  whole=True)
-            return [backends.command(["networkctl", "reload"])] if backends.Networkd(self.config_ctx).running() else []
-        return []
-
-    def _persist_netplan(self, plan, cfg, links):
-        path = cfg.path[:-len(".yaml")] + "-rails.yaml"
-        cfg.details["_rails_path"] = path
-        text = netplan_rails_dropin(cfg.details["_section"], cfg.details["_id"], links, cfg.details["origin"])
-        if self.config_ctx.read(path) == text:
-            return []
-        self.config_ctx.stage(path, text, 0o600, "netplan: %s adds the rail address, routes and rule of %s" % (path, cfg.interface),
-                              whole=True)
-        netplan = cfg.backend
-        commands = [backends.command(netplan._generate(), validates=True)]
-        renderer = cfg.details["renderer"]
-        if renderer == "networkd" and backends.Networkd(self.config_ctx).running():
-            commands.append(backends.command(["networkctl", "reload"]))
-        elif renderer == "NetworkManager" and backends.NetworkManager(self.config_ctx).running():
-            commands.append(backends.command(["nmcli", "connection", "reload"]))
-        return commands
-
-    def _persist_ifupdown(self, plan, cfg, links):
-        path = cfg.path
-        cfg.details["_rails_path"] = path
-        before = self.config_ctx.read(path) or ""
-        lines = ifupdown_rails_lines(links)
-        if not self._ifupdown_brings_up(cfg.backend, cfg.interface, path):
-            # nothing marks the link for ifup at boot (a link the MTU's block does not cover either)
-            lines = ["allow-hotplug %s" % cfg.interface] + lines
-        after = merge_block(before, lines, "rails %s" % cfg.interface)
-        if before != after:
-            self.config_ctx.stage(path, after, 0o644, "ifupdown: %s gets the rail stanza of %s (address, table, rule)" % (path, cfg.interface))
-        return []
-
-    @staticmethod
-    def _ifupdown_brings_up(backend, interface, path):
-        """Whether an ``auto`` or ``allow-*`` line outside our rails block names the interface."""
-        for name in backend.files():
-            text = backend.ctx.read(name) or ""
-            if name == path:
-                text = merge_block(text, [], "rails %s" % interface)
-            if interface in fmt.parse_ifupdown(text)["auto"]:
-                return True
-        return False
-
-    def _persist_ifcfg(self, plan, cfg, links):
-        if any(link.family == 6 for link in links):
-            raise RefusedError("ifcfg: IPv6 rails on %s are not written to ifcfg files by this collection; use NetworkManager "
-                               "or another backend, or persist: false" % cfg.interface)
-        before = self.config_ctx.read(cfg.path) or ""
-        after = ifcfg_set_addresses(before, links, exclusive=bool(self.params.get("exclusive", False)))
-        self._guard_exclusive(cfg.interface, sorted(set(ifcfg_addresses(before)) - set(ifcfg_addresses(after))), cfg.path)
-        if before != after:
-            self.config_ctx.stage(cfg.path, after, 0o644, "ifcfg: %s gets the rail address of %s" % (cfg.path, cfg.interface))
-        folder = os.path.dirname(cfg.path)
-        for kind, lines in (("route", ifcfg_route_lines(links)), ("rule", ifcfg_rule_lines(links))):
-            path = "%s/%s-%s" % (folder, kind, cfg.interface)
-            text = self.config_ctx.read(path) or ""
-            new = merge_block(text, lines, "rails %s" % cfg.interface)
-            if new != text:
-                self.config_ctx.stage(path, new, 0o644, "ifcfg: %s gets the rail %ss of %s" % (path, kind, cfg.interface))
-        return []
-
-    NM_PROPS = ("addresses", "routes", "routing-rules")
-
-    def _nm_wanted(self, links, family):
-        mine = [link for link in links if link.family == family]
-        return dict(
-            addresses=[link.cidr for link in mine],
-            # nmcli's route syntax: "dst/plen [next-hop] [metric] [attribute=value...]"; a direct route has no next hop
-            routes=["%s table=%d%s" % (link.network, link.table, " src=%s" % link.route_source if link.route_source else "") for link in mine]
-            + ["%s %s table=%d" % ("0.0.0.0/0" if family == 4 else "::/0", link.gateway, link.table) for link in mine if link.gateway],
-            **{"routing-rules": ["priority %d from %s/%d table %d" % (link.rule_priority, link.address, link.host_prefix, link.table)
-                                 for link in mine]}
-        )
-
-    def _persist_networkmanager(self, plan, cfg, links):
-        if cfg.details.get("mode") == "keyfile":
-            raise RefusedError("networkmanager: NetworkManager is not running, so the rail addresses of %s cannot be added "
-                               "to its profile %s here; start NetworkManager, or persist: false" % (cfg.interface, cfg.path))
-        uuid = cfg.details["uuid"]
-        nm = cfg.backend
-        commands = []
-        for family in sorted(set(link.family for link in links)):
-            setting = "ipv%d" % family
-            wanted = self._nm_wanted(links, family)
-            method = nm._get(uuid, "%s.method" % setting)
-            # NetworkManager refuses addresses on a profile whose method takes none: make it manual first
-            if method in ("disabled", "ignore", "link-local", ""):
-                plan.add("networkmanager:%s:%s.method" % (cfg.details["profile"], setting), method, "manual",
-                         self._run(["nmcli", "connection", "modify", uuid, "%s.method" % setting, "manual"]),
-                         "networkmanager: profile %s %s.method %s -> manual (it carries the rail address)"
-                         % (cfg.details["profile"], setting, method or "unset"),
-                         undo=self._run(["nmcli", "connection", "modify", uuid, "%s.method" % setting, method or "disabled"]))
-            for prop in self.NM_PROPS:
-                key = "%s.%s" % (setting, prop)
-                current = [item.strip() for item in _nm_split(nm._get(uuid, key)) if item.strip()]
-                missing = [item for item in wanted[prop] if _nm_norm(item) not in set(_nm_norm(c) for c in current)]
-                # exclusive: the profile's other addresses of this family go too, or the next activation
-                # (a reboot, nmcli up) brings back what the live change removed
-                foreign = [item for item in current if _nm_norm(item) not in set(_nm_norm(w) for w in wanted[prop])] \
-                    if prop == "addresses" and self.params.get("exclusive") else []
-                self._guard_exclusive(cfg.interface, foreign, "NetworkManager profile %s" % cfg.details["profile"])
-                if not missing and not foreign:
-                    continue
-                value = ", ".join([item for item in current if item not in foreign] + missing)
-                what = (["%s += %s" % (key, ", ".join(missing))] if missing else []) + (
-                    ["%s -= %s (nic_addresses_exclusive)" % (key, ", ".join(foreign))] if foreign else [])
-                plan.add("networkmanager:%s:%s" % (cfg.details["profile"], key), ", ".join(current), value,
-                         self._run(["nmcli", "connection", "modify", uuid, key, value]),
-                         "networkmanager: profile %s %s" % (cfg.details["profile"], "; ".join(what)),
-                         undo=self._run(["nmcli", "connection", "modify", uuid, key, ", ".join(current)]))
-        return commands
 
     # -- activation, verify, result -----------------------------------------------------------
     def plan_activations(self, plan, seen):
@@ -729,24 +476,7 @@ class RailLinks:
         cfg = self.configs.get(name)
         if cfg is None:
             return None
-        backend = cfg.backend.name
-        if backend == "networkd":
-            entries = fmt.parse_ini(self.config_ctx.read(cfg.details["_rails_path"]) or "")
-            return sorted(value for section, key, value in _ini_items(entries) if section == "Address" and key == "Address")
-        if backend == "netplan":
-            # netplan appends a definition's lists over its files: ours must hold the rail's addresses
-            data = backends.yaml.safe_load(self.config_ctx.read(cfg.details["_rails_path"]) or "") or {}
-            definition = ((data.get("network") or {}).get(cfg.details["_section"]) or {}).get(cfg.details["_id"]) or {}
-            return sorted(str(item) for item in definition.get("addresses") or [])
-        if backend == "ifupdown":
-            block = read_block(self.config_ctx.read(cfg.details["_rails_path"]) or "", "rails %s" % name) or []
-            found = [line.split()[1] for line in block if line.strip().startswith("address ")]
-            found += [line.split()[5] for line in block if " address replace " in line]
-            return sorted(found)
-        if backend == "ifcfg":
-            return ifcfg_addresses(self.config_ctx.read(cfg.path))
-        uuid = cfg.details.get("uuid")
-        return sorted(item.strip() for family in (4, 6) for item in _nm_split(cfg.backend._get(uuid, "ipv%d.addresses" % family)) if item.strip())
+        return cfg.backend.read_rails(cfg)
 
     def verify(self):
         if not self.links:
@@ -771,11 +501,11 @@ class RailLinks:
             if self.persist:
                 persisted = self.persisted(name) or []
                 for link in links:
-                    if link.family == 4 or self.configs[name].backend.name != "ifcfg":
+                    cfg = self.configs[name]
+                    if link.family in cfg.backend.RAIL_FAMILIES:
                         if link.cidr not in persisted:
                             problems.append("%s (%s) does not give %s the address %s (it has %s)" % (
-                                self.configs[name].details.get("_rails_path", self.configs[name].path), self.configs[name].backend.name,
-                                name, link.cidr, ", ".join(persisted) or "none"))
+                                cfg.backend.rails_path(cfg), cfg.backend.name, name, link.cidr, ", ".join(persisted) or "none"))
         return problems
 
     def result(self):
@@ -783,26 +513,9 @@ class RailLinks:
         for entry in links:
             cfg = self.configs.get(entry["interface"])
             entry["backend"] = cfg.backend.name if cfg else "runtime"
-            entry["config"] = cfg.details.get("_rails_path", cfg.path) if cfg else None
+            entry["config"] = cfg.backend.rails_path(cfg) if cfg else None
         after = None
         if self.planned is not None and not self.ctx.check_mode and self.planned.changed:
             after = self.state()
         return dict(links=links, before=self.before, after=after if after is not None else self.before if not (
             self.planned is not None and self.planned.changed) else None)
-
-
-def _nm_split(value):
-    """``nmcli -g`` prints a list property's items separated by ``,`` (and a space) and escapes ``:``
-    (an IPv6 address) and ``\\`` with a backslash, as every terse field."""
-    value = (value or "").replace("\\\\", "\x00").replace("\\:", ":").replace("\x00", "\\")
-    return [item for item in re.split(r",\s*", value) if item]
-
-
-def _nm_norm(item):
-    """A route or rule as nmcli prints it, compared word for word (a direct route may be printed
-    with the unspecified next hop)."""
-    return " ".join(word for word in item.split() if word not in ("0.0.0.0", "::"))
-
-
-def _ini_items(entries):
-    return iter(entries)

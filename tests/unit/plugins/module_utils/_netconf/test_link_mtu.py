@@ -15,7 +15,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import App
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandError, CommandRunner
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import ssh_connection
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf.mtu import LinkMtu
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "fixtures", "netconf")
 SSH = {"SSH_CONNECTION": "10.0.2.2 51234 10.0.2.15 22"}

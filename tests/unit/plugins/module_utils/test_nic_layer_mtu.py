@@ -9,7 +9,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import I
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import ApplyError, Plan
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer
+from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer
 
 SSH = {"SSH_CONNECTION": "10.0.2.2 51234 10.0.2.15 22"}
 INTERFACES = "auto lo\niface lo inet loopback\n\nauto ens3\niface ens3 inet static\n    address 10.0.2.15/24\n    gateway 10.0.2.2\n"

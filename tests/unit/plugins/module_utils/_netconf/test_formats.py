@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import formats as fmt
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "fixtures", "netconf")
 

@@ -8,7 +8,7 @@ The engine of ``link_mtu`` (run by :func:`_core.engine.run_module`):
 * validate: the interface is a kernel interface name, the MTU is in range;
 * read: the link and every device below it (VLAN parent, bond members, bridge ports) from
   sysfs; the driver's MTU limits from ``ip -d link``; the management path
-  (:mod:`_host.management`); where each link's MTU is persisted (:mod:`_mtu.backends`).
+  (:mod:`_host.management`); where each link's MTU is persisted (:mod:`_netconf.backends`).
   A change that would reach the management path and was not allowed is refused here, the
   live changes before any configuration question, before anything is touched;
 * plan: lower devices first (a link never exceeds the device it sits on), each with its old MTU
@@ -40,7 +40,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.validate import
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.management import ManagementPath, guard
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_ifname, check_netdev, valid_netdev
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import backends
 
 MTU_MIN = 68  # IPv4's minimum; the kernel refuses less on Ethernet
 MTU_MAX = 65535
@@ -217,7 +217,7 @@ class LinkMtu(Engine):
             )
         for cfg in self.configs:
             try:
-                planned = cfg.backend.plan(cfg, mtu, plan)
+                planned = cfg.backend.plan_mtu(cfg, mtu, plan)
             except RdmaopsError as exc:
                 exc.details.setdefault("device", cfg.interface)
                 raise
@@ -284,7 +284,7 @@ class LinkMtu(Engine):
                     if member_mtu != wanted:
                         problems.append("bond %s is at %s but its member %s reports %s" % (dev, now, member, member_mtu))
         for cfg in self.configs:
-            now = cfg.backend.effective(cfg)
+            now = cfg.backend.read_mtu(cfg)
             self._persisted[cfg.interface] = now
             if now != self.mtu:
                 problems.append("%s (%s) now gives %s an MTU of %s, not %d" % (cfg.path, cfg.backend.name, cfg.interface, now, self.mtu))
@@ -315,7 +315,7 @@ class LinkMtu(Engine):
         # applying stopped part-way: say what the configuration says now
         self.config_ctx.staged = {}
         try:
-            return cfg.backend.effective(cfg)
+            return cfg.backend.read_mtu(cfg)
         except RdmaopsError:
             return None
 

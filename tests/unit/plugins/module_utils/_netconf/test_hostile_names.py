@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import merge_block
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import valid_netdev
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import rails
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import backends
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import formats as fmt
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import rails
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute import parse_rt_tables
 
 SBIN_PATH = os.pathsep.join([os.environ.get("PATH", os.defpath), "/usr/sbin", "/sbin"])
@@ -126,7 +126,7 @@ def test_any_rail_netdev_is_refused_or_reads_back_from_networkd_and_ifcfg_and_rt
     if link is None:
         return
     # systemd-networkd: one comment line, then exactly our sections and keys
-    text = rails.networkd_dropin([link])
+    text = fmt.networkd_rails_dropin([link])
     assert [line for line in text.splitlines() if line.startswith("#")] == [text.splitlines()[0]]
     entries = fmt.parse_ini(text)
     assert [(s, k) for s, k, _v in entries] == [
@@ -137,7 +137,7 @@ def test_any_rail_netdev_is_refused_or_reads_back_from_networkd_and_ifcfg_and_rt
     table_names = {100: rails.table_name(name)}
     assert parse_rt_tables(rails.rt_tables_text([link], table_names)) == {100: ("rdmaops_" + name, "rail0")}
     # ifcfg: the route lines split into the words ip is given
-    assert rails.ifcfg_route_lines([link])[0].split() == ["10.10.0.0/31", "dev", name, "src", "10.10.0.1", "table", "100"]
+    assert fmt.ifcfg_route_lines([link])[0].split() == ["10.10.0.0/31", "dev", name, "src", "10.10.0.1", "table", "100"]
 
 
 @FAST
@@ -161,7 +161,7 @@ def test_netplan_dropins_read_back_as_exactly_their_definition(netdef_id, origin
     text = fmt.netplan_dropin("ethernets", netdef_id, 9000, name, origin)
     assert yaml.safe_load(text) == {"network": {"version": 2, "ethernets": {netdef_id: {"mtu": 9000}}}}
     link = rails.RailLink(0, dict(V4, interface=name))
-    text = rails.netplan_rails_dropin("ethernets", netdef_id, [link], origin)
+    text = fmt.netplan_rails_dropin("ethernets", netdef_id, [link], origin)
     definition = yaml.safe_load(text)["network"]["ethernets"]
     assert list(definition) == [netdef_id] and definition[netdef_id]["addresses"] == ["10.10.0.1/31"]
     assert sorted(definition[netdef_id]) == ["addresses", "routes", "routing-policy"]
@@ -177,7 +177,7 @@ def test_ifupdown_rail_stanza_is_refused_or_sh_and_ifquery_read_exactly_the_name
     assert (link is not None) == valid_netdev(name)
     if link is None:
         return
-    lines = rails.ifupdown_rails_lines([link, rails.RailLink(1, dict(V6, interface=name))])
+    lines = fmt.ifupdown_rails_lines([link, rails.RailLink(1, dict(V6, interface=name))])
     # each up/down line, run by the real /bin/sh as ifup runs it, gives ip exactly the argv of the live change
     ups = [line.strip().split(" ", 1)[1] for line in lines if line.strip().startswith(("up ", "down "))]
     assert shell_words(ups[0]) == ["link", "set", "dev", name, "up"]
@@ -202,7 +202,7 @@ def test_ifupdown_rail_stanza_is_refused_or_sh_and_ifquery_read_exactly_the_name
 @needs_ifupdown
 @pytest.mark.parametrize("name", PLAIN)
 def test_ifup_no_act_runs_our_stanzas_commands_for_the_name(tmp_path, name):
-    lines = rails.ifupdown_rails_lines([rails.RailLink(0, dict(V4, interface=name))])
+    lines = fmt.ifupdown_rails_lines([rails.RailLink(0, dict(V4, interface=name))])
     text = merge_block("auto lo\niface lo inet loopback\n", ["allow-hotplug %s" % name] + lines, "rails %s" % name)
     block = fmt.ifupdown_block(name, 9000)
     text = merge_block(text, block, "mtu %s" % name)
@@ -246,7 +246,7 @@ def test_netplan_generate_renders_exactly_the_name(tmp_path_factory, name):
     link = rails.RailLink(0, dict(V4, interface=name))
     (etc / "90-rdmaops-fabric0.yaml").write_text(fmt.netplan_dropin("ethernets", "fabric0", 9000, name, "/etc/netplan/50-cloud-init.yaml"))
     (etc / "90-rdmaops-fabric0-rails.yaml").write_text(
-        rails.netplan_rails_dropin("ethernets", "fabric0", [link], "/etc/netplan/50-cloud-init.yaml"))
+        fmt.netplan_rails_dropin("ethernets", "fabric0", [link], "/etc/netplan/50-cloud-init.yaml"))
     for path in etc.iterdir():
         path.chmod(0o600)
     proc = subprocess.run([NETPLAN, "generate", "--root-dir", str(root)], capture_output=True, text=True, check=False, timeout=60)
@@ -266,6 +266,6 @@ def test_ifcfg_route_lines_are_split_by_sh_into_exactly_the_words(name):
     assert (link is not None) == valid_netdev(name)
     if link is None:
         return
-    for line in rails.ifcfg_route_lines([link]):
+    for line in fmt.ifcfg_route_lines([link]):
         assert shell_words("line=%s; ip route add $line" % shlex.quote(line)) == ["route", "add"] + line.split(" ")
         assert line.split(" ")[line.split(" ").index("dev") + 1] == name

@@ -16,10 +16,9 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import Hos
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos import boot
-from ansible_collections.rdmaops.roce.plugins.module_utils._qos.nic_layer import NicLayer
+from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 STANDINS = os.path.join(REPO, "tests", "tools", "qos_standins")
 
 PORT = dict(interface="ens1f0np0", device="mlx5_0", port=1,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure readers and line-preserving editors for the files that configure a link's MTU.
+"""Pure readers, renderers and line-preserving editors for the files that configure a link.
 
 Nothing here touches the host: every function takes text (or parsed data) and returns text
 (or parsed data), so each format is tested against real-format files.  The editors change
@@ -13,7 +13,10 @@ Formats:
 * Red Hat ``ifcfg-*`` files: ``MTU=`` shell assignments;
 * INI-like files: systemd-networkd ``.network`` (``[Link] MTUBytes=``) and NetworkManager
   keyfiles (``[ethernet] mtu=``);
-* netplan: finding the definition that configures a link and merging files in netplan's order.
+* netplan: finding the definition that configures a link and merging files in netplan's order;
+* a link's rail addresses, routes and rules in each stack's words: a systemd-networkd and a netplan
+  drop-in, ifupdown stanzas, ifcfg's ``IPADDRn``/``PREFIXn`` and route-/rule- files, NetworkManager
+  profile properties.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,6 +25,8 @@ __metaclass__ = type
 
 import fnmatch
 import re
+
+from ansible.module_utils.six.moves import shlex_quote
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev, shell_netdev
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import int_or_none as _int_or_none
@@ -793,3 +798,162 @@ def comment_text(value):
     configuration; YAML refuses a C1 control even in a comment) shown escaped."""
     return "".join(char if char.isprintable() else ("\\x%02x" % ord(char) if ord(char) < 256 else "\\u%04x" % ord(char))
                    for char in "%s" % value)
+
+
+# --------------------------------------------------------------------------------------------
+# the rails: addresses, routes and rules of a link, one renderer per stack (pure functions of
+# the links, objects with the attributes and command builders of ``_netconf.rails.RailLink``)
+# --------------------------------------------------------------------------------------------
+def networkd_rails_dropin(links):
+    """A .network drop-in with the links' addresses, routes and rules (one netdev)."""
+    lines = ["# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % check_netdev("interface", links[0].interface)]
+    for link in links:
+        lines += ["", "[Address]", "Address=%s" % link.cidr]
+        lines += ["", "[Route]", "Destination=%s" % link.network] + (["PreferredSource=%s" % link.route_source] if link.route_source else [])
+        lines += ["Table=%d" % link.table, "Scope=link"]
+        if link.gateway:
+            lines += ["", "[Route]", "Gateway=%s" % link.gateway, "Table=%d" % link.table]
+        lines += ["", "[RoutingPolicyRule]", "From=%s/%d" % (link.address, link.host_prefix), "Table=%d" % link.table,
+                  "Priority=%d" % link.rule_priority]
+    return "\n".join(lines) + "\n"
+
+
+def netplan_rails_dropin(section, netdef_id, links, origin):
+    """A netplan drop-in adding the links' addresses, routes and routing policy to one definition;
+    netplan appends these lists to the definition's own."""
+    key = _yaml_key(netdef_id)
+    lines = [
+        "# Managed by rdmaops.roce (nic_layer rails): the rail address, table and rule of %s." % check_netdev("interface", links[0].interface),
+        "# netplan merges this file over the definition of %s in %s." % (comment_text(netdef_id), comment_text(origin)),
+        "network:", "  version: 2", "  %s:" % section, "    %s:" % key, "      addresses:",
+    ]
+    lines += ['        - "%s"' % link.cidr for link in links]
+    lines.append("      routes:")
+    for link in links:
+        lines += ['        - to: "%s"' % link.network] + (['          from: "%s"' % link.route_source] if link.route_source else [])
+        lines += ["          scope: link", "          table: %d" % link.table]
+        if link.gateway:
+            lines += ["        - to: default", '          via: "%s"' % link.gateway, "          table: %d" % link.table]
+    lines.append("      routing-policy:")
+    for link in links:
+        lines += ['        - from: "%s/%d"' % (link.address, link.host_prefix), "          table: %d" % link.table,
+                  "          priority: %d" % link.rule_priority]
+    return "\n".join(lines) + "\n"
+
+
+def ifupdown_rails_lines(links):
+    """Stanzas of ours for the netdev (interfaces(5): every stanza of an interface is applied when
+    it comes up), one per family, running the same commands as the live change.
+
+    The method is ``manual`` and the addresses are ``ip address replace``d, never a ``static``
+    stanza's ``address``: the user's own stanza often holds the very address the plan gives (an
+    installer addressed the NIC as planned), and ifup's second ``ip address add`` of it fails
+    ("File exists"), so ifup stopped before our routes and rules (seen in the two-rail lab: after
+    a reboot vm1 had its addresses but no rule and no table).
+
+    ifup runs each ``up`` line with ``/bin/sh -c``: the netdev name is checked (no shell syntax
+    gets through) and every word is shell-quoted besides (a checked name needs no quotes, so the
+    lines read as they always did)."""
+    out = []
+    for family in (4, 6):
+        mine = [link for link in links if link.family == family]
+        if not mine:
+            continue
+        name = check_netdev("interface", mine[0].interface)
+        out.append("iface %s %s manual" % (name, "inet" if family == 4 else "inet6"))
+        out.append("    up %s" % _sh(["ip", "link", "set", "dev", name, "up"]))
+        for link in mine:
+            out.append("    up %s" % _sh(link.address_argv("replace")))
+        for link in mine:
+            out.append("    up %s" % _sh(link.subnet_route_argv()))
+            if link.gateway:
+                out.append("    up %s" % _sh(link.default_route_argv()))
+            # ip rule has no replace: take ours away first, so a second ifup adds it once
+            out.append("    up %s 2>/dev/null || true" % _sh(link.rule_argv("del")))
+            out.append("    up %s" % _sh(link.rule_argv("add")))
+            out.append("    down %s 2>/dev/null || true" % _sh(link.rule_argv("del")))
+    return out
+
+
+def _sh(argv):
+    """One shell command line of ``argv``, each word quoted where it needs it."""
+    return " ".join(shlex_quote(str(word)) for word in argv)
+
+
+def ifcfg_route_lines(links):
+    """route-<netdev> lines; the network scripts word-split them unquoted into ``ip route add``,
+    so the netdev name is checked (a glob or a space would reach ip as other words)."""
+    lines = []
+    for link in links:
+        check_netdev("interface", link.interface)
+        lines.append("%s dev %s src %s table %d" % (link.network, link.interface, link.route_source, link.table))
+        if link.gateway:
+            lines.append("default via %s dev %s table %d" % (link.gateway, link.interface, link.table))
+    return lines
+
+
+def ifcfg_rule_lines(links):
+    return ["from %s/%d table %d priority %d" % (link.address, link.host_prefix, link.table, link.rule_priority) for link in links]
+
+
+def ifcfg_set_addresses(text, links, exclusive=False):
+    """``text`` with each IPv4 link's address: ``IPADDR``/``PREFIX`` when the file has none, else
+    the first free ``IPADDRn``/``PREFIXn`` (n from 1); with ``exclusive``, other addresses go."""
+    lines = _split(text)
+    have = {}
+    for key, value in parse_ifcfg(text).items():
+        match = re.fullmatch(r"IPADDR([0-9]*)", key)
+        if match:
+            have[match.group(1)] = value
+    wanted = [link for link in links if link.family == 4]
+    if exclusive:
+        keep = set(link.address for link in wanted)
+        drop = [suffix for suffix, value in have.items() if value not in keep]
+        pattern = re.compile(r"\s*(IPADDR|PREFIX|NETMASK)(%s)=.*" % "|".join(re.escape(suffix) for suffix in drop)) if drop else None
+        lines = [line for line in lines if pattern is None or not pattern.fullmatch(line)]
+        for suffix in drop:
+            del have[suffix]
+    for link in wanted:
+        if link.address in have.values():
+            continue
+        suffix = "" if not have else next(str(n) for n in range(1, 256) if str(n) not in have)
+        have[suffix] = link.address
+        lines += ["IPADDR%s=%s" % (suffix, link.address), "PREFIX%s=%d" % (suffix, link.prefix)]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def ifcfg_addresses(text):
+    values = parse_ifcfg(text or "")
+    out = []
+    for key, value in values.items():
+        match = re.fullmatch(r"IPADDR([0-9]*)", key)
+        if match:
+            out.append("%s/%s" % (value, values.get("PREFIX" + match.group(1), "?")))
+    return sorted(out)
+
+
+def nm_rails_properties(links, family):
+    """The NetworkManager profile properties (``ipvN.addresses``, ``ipvN.routes``,
+    ``ipvN.routing-rules``) that carry the links of one family, in nmcli's words."""
+    mine = [link for link in links if link.family == family]
+    return dict(
+        addresses=[link.cidr for link in mine],
+        # nmcli's route syntax: "dst/plen [next-hop] [metric] [attribute=value...]"; a direct route has no next hop
+        routes=["%s table=%d%s" % (link.network, link.table, " src=%s" % link.route_source if link.route_source else "") for link in mine]
+        + ["%s %s table=%d" % ("0.0.0.0/0" if family == 4 else "::/0", link.gateway, link.table) for link in mine if link.gateway],
+        **{"routing-rules": ["priority %d from %s/%d table %d" % (link.rule_priority, link.address, link.host_prefix, link.table)
+                             for link in mine]}
+    )
+
+
+def nm_split(value):
+    """``nmcli -g`` prints a list property's items separated by ``,`` (and a space) and escapes ``:``
+    (an IPv6 address) and ``\\`` with a backslash, as every terse field."""
+    value = (value or "").replace("\\\\", "\x00").replace("\\:", ":").replace("\x00", "\\")
+    return [item for item in re.split(r",\s*", value) if item]
+
+
+def nm_norm(item):
+    """A route or rule as nmcli prints it, compared word for word (a direct route may be printed
+    with the unspecified next hop)."""
+    return " ".join(word for word in item.split() if word not in ("0.0.0.0", "::"))

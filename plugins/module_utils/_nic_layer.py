@@ -14,7 +14,7 @@ layer: a QoS part that fails puts the MTU back too), and plans the boot-time re-
 apply again). The MTU comes first: the RoCE MTU a port negotiates follows its netdev's.
 
 With ``rails`` (multi-rail hosts), each RDMA netdev also gets its rail's address, its routing
-table and rule and its ARP/reverse-path sysctls (:mod:`_mtu.rails`), through the same
+table and rule and its ARP/reverse-path sysctls (:mod:`_netconf.rails`), through the same
 configuration ``Context`` as the MTU: a file that holds both is written once, each activation
 command runs once.
 
@@ -34,7 +34,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import ch
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.ports import roce_ports
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos import boot, ecn, nic_qos, tos
 
-# The MTU and rail engines (_mtu: every network stack's configuration formats) are imported where a
+# The MTU and rail engines (_netconf: every network stack's configuration formats) are imported where a
 # link or a rail is asked for: a QoS-only read (the validate role, the monitor's collector) never
 # loads them, nor does a host without rails load the rails' engine.
 
@@ -100,11 +100,11 @@ class NicLayer(Engine):
             raise InputError("nothing to do: give ports (RDMA ports and their QoS), link_mtu.interfaces (links and their MTU) "
                              "or rails.links (the rail addresses of the RDMA netdevs)", option="ports")
         if link_mtu.get("interfaces") or rails.get("links"):
-            from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import backends as mtu_backends
-            self.config_ctx = mtu_backends.Context(self.host, self.runner, Links(self.host))
+            from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import backends as netconf_backends
+            self.config_ctx = netconf_backends.Context(self.host, self.runner, Links(self.host))
         self._validate_mtu(link_mtu)
         if rails.get("links"):
-            from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.rails import RailLinks
+            from ansible_collections.rdmaops.roce.plugins.module_utils._netconf.rails import RailLinks
             # the links' management guard covers the rails too: the same detector, the same interfaces
             self.rails = RailLinks(self.ctx, rails, self.config_ctx, environ=self.environ,
                                    management_interfaces=link_mtu.get("management_interfaces") or ())
@@ -132,7 +132,7 @@ class NicLayer(Engine):
         names = link_mtu.get("interfaces") or []
         if not names:
             return
-        from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.engine import LinkMtu
+        from ansible_collections.rdmaops.roce.plugins.module_utils._netconf.mtu import LinkMtu
         if link_mtu.get("mtu") is None:
             raise InputError("link_mtu.mtu is required with link_mtu.interfaces (9000 for jumbo RoCE)", option="link_mtu.mtu")
         if len(set(names)) != len(names):

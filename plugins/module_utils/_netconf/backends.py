@@ -1,18 +1,26 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where a link's MTU is persisted: one backend per network configuration system.
+"""Where a link's configuration is persisted: one backend per network stack (netplan,
+NetworkManager, systemd-networkd, ifupdown, ifcfg), each owning everything persisted for a link.
 
-Each backend answers three questions about a link:
+Each backend is one class with one protocol (:class:`Backend`):
 
-* :meth:`Backend.find`: does this system configure the link on this host, and with which
-  file, profile or definition (a :class:`Config`)?  The answer is based on what the host
-  really uses (netplan definitions that match, a NetworkManager profile that is active on
-  or bound to the device, the .network file systemd-networkd applied, an ifupdown stanza,
-  an ifcfg file), never on which packages happen to be installed;
-* :meth:`Backend.plan`: what must change so that only the MTU differs (files are edited
-  in place keeping every other byte, or get a drop-in the system merges);
-* :meth:`Backend.effective`: what the configuration says after the change (re-read).
+* detect, :meth:`Backend.find` (and :meth:`Backend.create`): does this stack configure the link on
+  this host, and with which file, profile or definition (a :class:`Config`)?  The answer is based
+  on what the host really uses (netplan definitions that match, a NetworkManager profile that is
+  active on or bound to the device, the .network file systemd-networkd applied, an ifupdown
+  stanza, an ifcfg file), never on which packages happen to be installed;
+* the MTU, :meth:`Backend.plan_mtu` and :meth:`Backend.read_mtu`: what must change so that only the
+  MTU differs (files are edited in place keeping every other byte, or get a drop-in the stack
+  merges), and what the configuration says (re-read after the change);
+* the addresses, routes and rules of a link (its rails), :meth:`Backend.plan_rails` and
+  :meth:`Backend.read_rails`: the same, for what ``_netconf.rails`` decided the link needs.
+
+The engines (``_netconf.mtu``, ``_netconf.rails``) decide what a link needs; a backend decides how
+its stack writes it, through the pure renderers and editors of :mod:`.formats`.  Every change is
+staged in one shared :class:`Context`, so a file that holds a link's MTU and its addresses is
+written once and each activation command runs once.
 
 :func:`detect` asks them in the order in which they take precedence: netplan renders
 NetworkManager and systemd-networkd configuration, so it comes first; NetworkManager
@@ -29,10 +37,10 @@ import os
 import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import LINK_RESET, ONLINE
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu.stacks import BACKENDS
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import formats as fmt
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf.stacks import BACKENDS
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, RefusedError
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import MARKER_BEGIN, MARKER_END, merge_block, read_text
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import MARKER_BEGIN, MARKER_END, merge_block, read_block, read_text
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.sysfs import int_or_none
 
@@ -135,27 +143,56 @@ def _file_change(ctx, path, before, after, mode, description, whole=False):
 
 
 class Backend:
+    """One network stack: the protocol every stack implements (detect, read, plan)."""
+
     name = None
+    #: the address families whose rail addresses the stack persists (and :meth:`read_rails` reports)
+    RAIL_FAMILIES = (4, 6)
 
     def __init__(self, ctx):
         self.ctx = ctx
 
+    # -- detect -------------------------------------------------------------------------------
     def find(self, link):
+        """The :class:`Config` through which this stack configures ``link``, or None (with a note)."""
         raise NotImplementedError
 
     def create(self, link):
         """A new configuration for a link nothing configures yet; None where that is unsafe."""
         return None
 
-    def plan(self, cfg, mtu, plan):
+    # -- the MTU ------------------------------------------------------------------------------
+    def plan_mtu(self, cfg, mtu, plan):
         """Add the changes that give ``cfg`` this MTU; return the commands that activate them."""
         raise NotImplementedError
 
-    def effective(self, cfg):
+    def read_mtu(self, cfg):
+        """The MTU the configuration gives the link (staged edits first)."""
         raise NotImplementedError
+
+    # -- addresses, routes and rules (the rails) -----------------------------------------------
+    def plan_rails(self, cfg, links, plan, exclusive=False, guard_removal=None):
+        """Add the changes that give ``cfg`` the addresses, routes and rules of ``links`` (one netdev's
+        rail links, :class:`_netconf.rails.RailLink`); return the commands that activate them.
+
+        ``exclusive``: the configuration's other addresses of those families go.  ``guard_removal``
+        (``interface, removed, where``) is called with what would be removed before it is planned:
+        it raises where that would cut the management path."""
+        raise NotImplementedError
+
+    def read_rails(self, cfg):
+        """The addresses the configuration gives the link (``address/prefix``, sorted)."""
+        raise NotImplementedError
+
+    def rails_path(self, cfg):
+        """The file that holds the link's rails (reported in the result), once planned."""
+        return cfg.details.get("_rails_path", cfg.path)
 
     def note(self, text):
         self.ctx.notes.append("%s: %s" % (self.name, text))
+
+    def _run(self, argv):
+        return lambda: self.ctx.run(argv)
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,7 +301,7 @@ class Netplan(Backend):
         definition = merged.get((cfg.details["_section"], cfg.details["_id"]), {})
         return definition.get("mtu"), definition.get("__mtu_file__")
 
-    def plan(self, cfg, mtu, plan):
+    def plan_mtu(self, cfg, mtu, plan):
         if cfg.mtu == mtu:
             return []
         text = fmt.netplan_dropin(cfg.details["_section"], cfg.details["_id"], mtu, cfg.interface, cfg.details["origin"])
@@ -277,6 +314,10 @@ class Netplan(Backend):
         before = self.ctx.read(cfg.path)
         _file_change(self.ctx, cfg.path, before, text, 0o600, "netplan: %s sets mtu %d for %s" % (cfg.path, mtu, cfg.details["definition"]),
                      whole=True)
+        return self._activations(cfg)
+
+    def _activations(self, cfg):
+        """``netplan generate`` (validates the files), then a reload of the renderer where it runs."""
         commands = [command(self._generate(), validates=True)]
         renderer = cfg.details["renderer"]
         if renderer == "networkd" and Networkd(self.ctx).running():
@@ -291,8 +332,26 @@ class Netplan(Backend):
             argv += ["--root-dir", self.ctx.host.root]
         return argv
 
-    def effective(self, cfg):
+    def read_mtu(self, cfg):
         return self._effective_with(cfg, {})[0]
+
+    def plan_rails(self, cfg, links, plan, exclusive=False, guard_removal=None):
+        """A second drop-in beside the MTU's, ``90-rdmaops-<id>-rails.yaml``: netplan appends its
+        addresses, routes and routing policy to the definition's own."""
+        path = cfg.path[:-len(".yaml")] + "-rails.yaml"
+        cfg.details["_rails_path"] = path
+        text = fmt.netplan_rails_dropin(cfg.details["_section"], cfg.details["_id"], links, cfg.details["origin"])
+        if self.ctx.read(path) == text:
+            return []
+        self.ctx.stage(path, text, 0o600, "netplan: %s adds the rail address, routes and rule of %s" % (path, cfg.interface),
+                       whole=True)
+        return self._activations(cfg)
+
+    def read_rails(self, cfg):
+        # netplan appends a definition's lists over its files: ours must hold the rail's addresses
+        data = yaml.safe_load(self.ctx.read(cfg.details["_rails_path"]) or "") or {}
+        definition = ((data.get("network") or {}).get(cfg.details["_section"]) or {}).get(cfg.details["_id"]) or {}
+        return sorted(str(item) for item in definition.get("addresses") or [])
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,7 +492,7 @@ class NetworkManager(Backend):
         self.note("no keyfile in %s binds %s" % (self.KEYFILE_DIR, link["name"]))
         return None
 
-    def plan(self, cfg, mtu, plan):
+    def plan_mtu(self, cfg, mtu, plan):
         if cfg.mtu == mtu:
             return []
         if cfg.details["mode"] == "keyfile":
@@ -463,10 +522,56 @@ class NetworkManager(Backend):
                             disruption=LINK_RESET)]
         return []
 
-    def effective(self, cfg):
+    def read_mtu(self, cfg):
         if cfg.details["mode"] == "keyfile":
             return int_or_none(fmt.ini_get(fmt.parse_ini(self.ctx.read(cfg.path) or ""), self.SECTIONS, "mtu"))
         return int_or_none(self._get(cfg.details["uuid"], "802-3-ethernet.mtu"))
+
+    RAIL_PROPS = ("addresses", "routes", "routing-rules")
+
+    def plan_rails(self, cfg, links, plan, exclusive=False, guard_removal=None):
+        """The profile's ``ipvN.addresses``, ``ipvN.routes`` and ``ipvN.routing-rules`` through
+        ``nmcli connection modify`` (each with the old value as undo), ``ipvN.method`` made
+        ``manual`` where it takes no address."""
+        if cfg.details.get("mode") == "keyfile":
+            raise RefusedError("networkmanager: NetworkManager is not running, so the rail addresses of %s cannot be added "
+                               "to its profile %s here; start NetworkManager, or persist: false" % (cfg.interface, cfg.path))
+        uuid = cfg.details["uuid"]
+        commands = []
+        for family in sorted(set(link.family for link in links)):
+            setting = "ipv%d" % family
+            wanted = fmt.nm_rails_properties(links, family)
+            method = self._get(uuid, "%s.method" % setting)
+            # NetworkManager refuses addresses on a profile whose method takes none: make it manual first
+            if method in ("disabled", "ignore", "link-local", ""):
+                plan.add("networkmanager:%s:%s.method" % (cfg.details["profile"], setting), method, "manual",
+                         self._run(["nmcli", "connection", "modify", uuid, "%s.method" % setting, "manual"]),
+                         "networkmanager: profile %s %s.method %s -> manual (it carries the rail address)"
+                         % (cfg.details["profile"], setting, method or "unset"),
+                         undo=self._run(["nmcli", "connection", "modify", uuid, "%s.method" % setting, method or "disabled"]))
+            for prop in self.RAIL_PROPS:
+                key = "%s.%s" % (setting, prop)
+                current = [item.strip() for item in fmt.nm_split(self._get(uuid, key)) if item.strip()]
+                missing = [item for item in wanted[prop] if fmt.nm_norm(item) not in set(fmt.nm_norm(c) for c in current)]
+                # exclusive: the profile's other addresses of this family go too, or the next activation
+                # (a reboot, nmcli up) brings back what the live change removed
+                foreign = [item for item in current if fmt.nm_norm(item) not in set(fmt.nm_norm(w) for w in wanted[prop])] \
+                    if prop == "addresses" and exclusive else []
+                guard_removal(cfg.interface, foreign, "NetworkManager profile %s" % cfg.details["profile"])
+                if not missing and not foreign:
+                    continue
+                value = ", ".join([item for item in current if item not in foreign] + missing)
+                what = (["%s += %s" % (key, ", ".join(missing))] if missing else []) + (
+                    ["%s -= %s (nic_addresses_exclusive)" % (key, ", ".join(foreign))] if foreign else [])
+                plan.add("networkmanager:%s:%s" % (cfg.details["profile"], key), ", ".join(current), value,
+                         self._run(["nmcli", "connection", "modify", uuid, key, value]),
+                         "networkmanager: profile %s %s" % (cfg.details["profile"], "; ".join(what)),
+                         undo=self._run(["nmcli", "connection", "modify", uuid, key, ", ".join(current)]))
+        return commands
+
+    def read_rails(self, cfg):
+        uuid = cfg.details.get("uuid")
+        return sorted(item.strip() for family in (4, 6) for item in fmt.nm_split(self._get(uuid, "ipv%d.addresses" % family)) if item.strip())
 
 
 # --------------------------------------------------------------------------------------------
@@ -487,6 +592,7 @@ class Networkd(Backend):
     DIRS = ("/etc/systemd/network", "/run/systemd/network", "/usr/local/lib/systemd/network", "/usr/lib/systemd/network", "/lib/systemd/network")
     NETPLAN_PREFIX = "/run/systemd/network/10-netplan-"
     DROPIN = DROPIN_PREFIX + "-mtu.conf"
+    RAILS_DROPIN = DROPIN_PREFIX + "-rails.conf"
 
     def running(self):
         return self.ctx.host.isdir("/run/systemd/netif/links")
@@ -570,7 +676,7 @@ class Networkd(Backend):
                 value, winner = fmt.parse_bytes(found), path
         return value, winner
 
-    def plan(self, cfg, mtu, plan):
+    def plan_mtu(self, cfg, mtu, plan):
         if cfg.mtu == mtu:
             return []
         text = "# Managed by rdmaops.roce (link_mtu): the MTU of %s.\n[Link]\nMTUBytes=%d\n" % (check_netdev("interface", cfg.interface), mtu)
@@ -583,8 +689,25 @@ class Networkd(Backend):
         _file_change(self.ctx, cfg.path, before, text, 0o644, "networkd: %s sets MTUBytes=%d" % (cfg.path, mtu), whole=True)
         return [command(["networkctl", "reload"])] if self.running() else []
 
-    def effective(self, cfg):
+    def read_mtu(self, cfg):
         return self._effective_with(cfg.details["network_file"], {})[0]
+
+    def plan_rails(self, cfg, links, plan, exclusive=False, guard_removal=None):
+        """A drop-in beside the MTU's, ``90-rdmaops-rails.conf``: ``[Address]``, ``[Route]`` and
+        ``[RoutingPolicyRule]`` sections, which networkd adds to the .network file's own."""
+        path = os.path.join(os.path.dirname(cfg.path), self.RAILS_DROPIN)
+        cfg.details["_rails_path"] = path
+        text = fmt.networkd_rails_dropin(links)
+        before = self.ctx.read(path)
+        if before != text:
+            self.ctx.stage(path, text, 0o644, "networkd: %s adds the rail address, table and rule of %s" % (path, cfg.interface),
+                           whole=True)
+            return [command(["networkctl", "reload"])] if self.running() else []
+        return []
+
+    def read_rails(self, cfg):
+        entries = fmt.parse_ini(self.ctx.read(cfg.details["_rails_path"]) or "")
+        return sorted(value for section, key, value in entries if section == "Address" and key == "Address")
 
 
 # --------------------------------------------------------------------------------------------
@@ -707,7 +830,7 @@ class Ifupdown(Backend):
             return None
         return Config(self, link["name"], self.MAIN, None, files=[], created=True)
 
-    def plan(self, cfg, mtu, plan):
+    def plan_mtu(self, cfg, mtu, plan):
         if cfg.mtu == mtu:
             return []
         name = cfg.interface
@@ -737,7 +860,7 @@ class Ifupdown(Backend):
             _file_change(self.ctx, path, text, after, 0o644, description)
         return []
 
-    def effective(self, cfg):
+    def read_mtu(self, cfg):
         stanzas = self._read_all()[1]
         if cfg.details.get("created"):
             # our block is what configures the link: a stanza of the name elsewhere in the main file is not ours
@@ -750,6 +873,38 @@ class Ifupdown(Backend):
                     if stanza.path != self.MAIN or stanza.name != cfg.interface or inside[0] < stanza.line < inside[1]
                 ]
         return fmt.ifupdown_effective(stanzas, cfg.interface)["mtu"]
+
+    def plan_rails(self, cfg, links, plan, exclusive=False, guard_removal=None):
+        """A marked block of ours in the file of the link's stanza: ``manual`` stanzas whose ``up``
+        lines run the live commands (shell-quoted), with ``allow-hotplug`` where nothing else
+        brings the link up at boot."""
+        path = cfg.path
+        cfg.details["_rails_path"] = path
+        before = self.ctx.read(path) or ""
+        lines = fmt.ifupdown_rails_lines(links)
+        if not self._brings_up(cfg.interface, path):
+            # nothing marks the link for ifup at boot (a link the MTU's block does not cover either)
+            lines = ["allow-hotplug %s" % cfg.interface] + lines
+        after = merge_block(before, lines, "rails %s" % cfg.interface)
+        if before != after:
+            self.ctx.stage(path, after, 0o644, "ifupdown: %s gets the rail stanza of %s (address, table, rule)" % (path, cfg.interface))
+        return []
+
+    def _brings_up(self, interface, path):
+        """Whether an ``auto`` or ``allow-*`` line outside our rails block names the interface."""
+        for name in self.files():
+            text = self.ctx.read(name) or ""
+            if name == path:
+                text = merge_block(text, [], "rails %s" % interface)
+            if interface in fmt.parse_ifupdown(text)["auto"]:
+                return True
+        return False
+
+    def read_rails(self, cfg):
+        block = read_block(self.ctx.read(cfg.details["_rails_path"]) or "", "rails %s" % cfg.interface) or []
+        found = [line.split()[1] for line in block if line.strip().startswith("address ")]
+        found += [line.split()[5] for line in block if " address replace " in line]
+        return sorted(found)
 
 
 # --------------------------------------------------------------------------------------------
@@ -784,15 +939,40 @@ class Ifcfg(Backend):
         self.note("no ifcfg file for %s in %s" % (name, self.DIR))
         return None
 
-    def plan(self, cfg, mtu, plan):
+    def plan_mtu(self, cfg, mtu, plan):
         if cfg.mtu == mtu:
             return []
         before = self.ctx.read(cfg.path) or ""
         _file_change(self.ctx, cfg.path, before, fmt.ifcfg_set_mtu(before, mtu), 0o644, "ifcfg: %s sets MTU=%d" % (cfg.path, mtu))
         return []
 
-    def effective(self, cfg):
+    def read_mtu(self, cfg):
         return int_or_none(fmt.parse_ifcfg(self.ctx.read(cfg.path) or "").get("MTU"))
+
+    RAIL_FAMILIES = (4,)
+
+    def plan_rails(self, cfg, links, plan, exclusive=False, guard_removal=None):
+        """``IPADDRn``/``PREFIXn`` in the ifcfg file, a marked block in ``route-<if>`` and ``rule-<if>``
+        beside it (IPv4 only)."""
+        if any(link.family == 6 for link in links):
+            raise RefusedError("ifcfg: IPv6 rails on %s are not written to ifcfg files by this collection; use NetworkManager "
+                               "or another backend, or persist: false" % cfg.interface)
+        before = self.ctx.read(cfg.path) or ""
+        after = fmt.ifcfg_set_addresses(before, links, exclusive=exclusive)
+        guard_removal(cfg.interface, sorted(set(fmt.ifcfg_addresses(before)) - set(fmt.ifcfg_addresses(after))), cfg.path)
+        if before != after:
+            self.ctx.stage(cfg.path, after, 0o644, "ifcfg: %s gets the rail address of %s" % (cfg.path, cfg.interface))
+        folder = os.path.dirname(cfg.path)
+        for kind, lines in (("route", fmt.ifcfg_route_lines(links)), ("rule", fmt.ifcfg_rule_lines(links))):
+            path = "%s/%s-%s" % (folder, kind, cfg.interface)
+            text = self.ctx.read(path) or ""
+            new = merge_block(text, lines, "rails %s" % cfg.interface)
+            if new != text:
+                self.ctx.stage(path, new, 0o644, "ifcfg: %s gets the rail %ss of %s" % (path, kind, cfg.interface))
+        return []
+
+    def read_rails(self, cfg):
+        return fmt.ifcfg_addresses(self.ctx.read(cfg.path))
 
 
 CLASSES = dict(netplan=Netplan, networkmanager=NetworkManager, networkd=Networkd, ifupdown=Ifupdown, ifcfg=Ifcfg)

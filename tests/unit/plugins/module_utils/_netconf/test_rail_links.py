@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import formats as fmt
-from ansible_collections.rdmaops.roce.plugins.module_utils._mtu import rails
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.files import merge_block
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import formats as fmt
+from ansible_collections.rdmaops.roce.plugins.module_utils._netconf import rails
 from ansible_collections.rdmaops.roce.plugins.module_utils._parsers.iproute import parse_rt_tables
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate.rails import rail_findings
 
@@ -52,7 +53,7 @@ def test_a_link_the_controller_did_not_plan_is_refused(overrides, expected):
 
 # -- renderers, read back ----------------------------------------------------------------------
 def test_networkd_dropin_reads_back_as_networkd_sections():
-    text = rails.networkd_dropin([rails.RailLink(0, V4_SUBNET), rails.RailLink(1, V6)])
+    text = fmt.networkd_rails_dropin([rails.RailLink(0, V4_SUBNET), rails.RailLink(1, V6)])
     entries = fmt.parse_ini(text)
     assert [(s, k, v) for s, k, v in entries if s == "Address"] == [("Address", "Address", "10.20.0.2/24"), ("Address", "Address", "fd00:2::2/64")]
     assert ("Route", "Gateway", "10.20.0.1") in entries and ("Route", "PreferredSource", "10.20.0.2") in entries
@@ -63,7 +64,7 @@ def test_networkd_dropin_reads_back_as_networkd_sections():
 
 
 def test_netplan_dropin_is_yaml_netplan_merges_over_the_definition():
-    text = rails.netplan_rails_dropin("ethernets", "fabric0", [rails.RailLink(0, V4_SUBNET)], "/etc/netplan/50-cloud-init.yaml")
+    text = fmt.netplan_rails_dropin("ethernets", "fabric0", [rails.RailLink(0, V4_SUBNET)], "/etc/netplan/50-cloud-init.yaml")
     data = yaml.safe_load(text)
     fabric = data["network"]["ethernets"]["fabric0"]
     assert fabric["addresses"] == ["10.20.0.2/24"]
@@ -73,7 +74,7 @@ def test_netplan_dropin_is_yaml_netplan_merges_over_the_definition():
 
 
 def test_ifupdown_stanza_runs_the_same_commands():
-    lines = rails.ifupdown_rails_lines([rails.RailLink(0, V4_SUBNET), rails.RailLink(1, V6)])
+    lines = fmt.ifupdown_rails_lines([rails.RailLink(0, V4_SUBNET), rails.RailLink(1, V6)])
     assert lines == [
         "iface v1 inet manual",
         "    up ip link set dev v1 up",
@@ -96,15 +97,15 @@ def test_ifupdown_stanza_runs_the_same_commands():
 
 def test_ifcfg_addresses_are_added_beside_the_users_own():
     before = 'DEVICE=ens1f0np0\nBOOTPROTO=none\nIPADDR="192.168.5.4"\nPREFIX=24\nMTU=9000\n'
-    after = rails.ifcfg_set_addresses(before, [rails.RailLink(0, V4_SUBNET)])
+    after = fmt.ifcfg_set_addresses(before, [rails.RailLink(0, V4_SUBNET)])
     assert after == before + "IPADDR1=10.20.0.2\nPREFIX1=24\n"
-    assert rails.ifcfg_set_addresses(after, [rails.RailLink(0, V4_SUBNET)]) == after  # a second run changes nothing
-    assert rails.ifcfg_addresses(after) == ["10.20.0.2/24", "192.168.5.4/24"]
-    exclusive = rails.ifcfg_set_addresses(after, [rails.RailLink(0, V4_SUBNET)], exclusive=True)
+    assert fmt.ifcfg_set_addresses(after, [rails.RailLink(0, V4_SUBNET)]) == after  # a second run changes nothing
+    assert fmt.ifcfg_addresses(after) == ["10.20.0.2/24", "192.168.5.4/24"]
+    exclusive = fmt.ifcfg_set_addresses(after, [rails.RailLink(0, V4_SUBNET)], exclusive=True)
     assert exclusive == "DEVICE=ens1f0np0\nBOOTPROTO=none\nMTU=9000\nIPADDR1=10.20.0.2\nPREFIX1=24\n"
-    assert rails.ifcfg_route_lines([rails.RailLink(0, V4_SUBNET)]) == [
+    assert fmt.ifcfg_route_lines([rails.RailLink(0, V4_SUBNET)]) == [
         "10.20.0.0/24 dev v1 src 10.20.0.2 table 101", "default via 10.20.0.1 dev v1 table 101"]
-    assert rails.ifcfg_rule_lines([rails.RailLink(0, V4_SUBNET)]) == ["from 10.20.0.2/32 table 101 priority 1000"]
+    assert fmt.ifcfg_rule_lines([rails.RailLink(0, V4_SUBNET)]) == ["from 10.20.0.2/32 table 101 priority 1000"]
 
 
 # -- the real tools, where they are installed ----------------------------------------------------
@@ -118,7 +119,7 @@ def test_real_ifupdown_reads_our_stanza_next_to_the_users(tmp_path):
     # planned: the two-rail lab); ours must not add it a second time (ifup failed on "File exists"
     # before our routes and rules ran)
     text = "auto v1\niface v1 inet static\n    address 10.20.0.2/24\n    mtu 9000\n\n"
-    text = rails.merge_block(text, rails.ifupdown_rails_lines([rails.RailLink(0, V4_SUBNET)]), "rails v1")
+    text = merge_block(text, fmt.ifupdown_rails_lines([rails.RailLink(0, V4_SUBNET)]), "rails v1")
     path = tmp_path / "interfaces"
     path.write_text(text)
     state = tmp_path / "state"
@@ -147,7 +148,7 @@ def test_real_netplan_generate_renders_our_dropin(tmp_path):
     (etc / "50-cloud-init.yaml").write_text(
         "network:\n  version: 2\n  renderer: networkd\n  ethernets:\n    fabric0:\n      match: {name: v1}\n      mtu: 9000\n")
     (etc / "90-rdmaops-fabric0-rails.yaml").write_text(
-        rails.netplan_rails_dropin("ethernets", "fabric0", [rails.RailLink(0, V4_SUBNET)], "/etc/netplan/50-cloud-init.yaml"))
+        fmt.netplan_rails_dropin("ethernets", "fabric0", [rails.RailLink(0, V4_SUBNET)], "/etc/netplan/50-cloud-init.yaml"))
     for path in etc.iterdir():
         path.chmod(0o600)
     proc = subprocess.run([NETPLAN, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True, check=False)
