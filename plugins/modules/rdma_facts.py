@@ -47,6 +47,25 @@ options:
       - These are read from the running system, also under C(RDMAOPS_HOST_ROOT).
     type: bool
     default: false
+  observe:
+    description:
+      - Also report what is at each path of O(observe.files) and, where systemd runs, the state of each
+        unit of O(observe.units) (one C(systemctl is-active) for all), in RV(observed). Nothing is changed.
+      - C(site.yml)'s preflight uses it for the files and units of the layers whose module a no-op run can
+        leave out (the RDMA core modules' files, the monitor's collector): when what the host has is what
+        the module would write, the layer is not run on the host again.
+    type: dict
+    suboptions:
+      files:
+        description: Absolute paths (at most 64).
+        type: list
+        elements: path
+        default: []
+      units:
+        description: systemd unit names (at most 64).
+        type: list
+        elements: str
+        default: []
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.facts
@@ -141,6 +160,21 @@ ansible_facts:
           type: list
           elements: str
           returned: always
+observed:
+  description:
+    - With O(observe), what each path holds and each unit's state. Not a fact, so never cached.
+    - C(files) maps each path to C(type) (V(file), V(link), V(dir), V(absent) or V(other)), with C(sha256)
+      (a file's content) or C(target) (a symlink's, as written).
+    - C(systemd) is true where systemd runs; C(units) maps each unit to its C(is-active) state (C(active),
+      C(inactive), ...), or null without systemd.
+  returned: with O(observe)
+  type: dict
+  sample:
+    files:
+      /etc/modules-load.d/rdmaops-roce.conf: {type: file, sha256: 9f2c...}
+      /etc/modprobe.d/rdmaops-roce.conf: {type: absent}
+    systemd: true
+    units: {rdmaops-roce-monitor.timer: active}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -154,6 +188,8 @@ def main():
             use_tools=dict(type="bool", default=True),
             gpu_topology=dict(type="bool", default=True),
             os_facts=dict(type="bool", default=False),
+            observe=dict(type="dict", options=dict(files=dict(type="list", elements="path", default=[]),
+                                                   units=dict(type="list", elements="str", default=[]))),
         ),
         supports_check_mode=True,
     )

@@ -110,3 +110,82 @@ def test_an_interrupted_phase_two_is_finished_by_the_next_run(tmp_path, cluster,
     assert "(already drained by a rollout)" in out
     assert ring_state(hosts, "gpu1")["rx"] == 128
     assert in_service(cluster, "vm1")
+
+
+NO_OP_LIMIT = 5  # module executions per host on a no-op of site.yml, the scheduler and the monitor on
+LAYERS = "modules,tuning,monitor"
+
+
+def counted_run(cluster, inv, tmp_path, name, *args, tags=LAYERS):
+    """site.yml over LAYERS (the preflight and the closing facts play run with any tags), its module
+    executions counted per host by benchmarks/callback_plugins/bench_count.py."""
+    summary = tmp_path / ("%s.json" % name)
+    env = dict(SLURM_CONF=cluster.conf, ANSIBLE_CALLBACK_PLUGINS=BENCH, ANSIBLE_CALLBACKS_ENABLED="bench_count",
+               RDMAOPS_BENCH_EVENTS=str(tmp_path / ("%s.events" % name)), RDMAOPS_BENCH_SUMMARY=str(summary))
+    proc = ansiblerun.run("ansible-playbook", ["-i", str(inv), os.path.join(ansiblerun.REPO, "playbooks", "site.yml"),
+                                               "--tags", tags] + list(args), env_extra=env, timeout=600)
+    (tmp_path / ("%s.out" % name)).write_text(proc.stdout + proc.stderr)
+    counts = json.loads(summary.read_text()) if summary.exists() else {}
+    return proc, " ".join((proc.stdout + proc.stderr).split()), counts
+
+
+def changed_of(out, host):
+    found = re.search(r"%s : ok=\d+ changed=(\d+) " % host, out)
+    return int(found.group(1)) if found else None
+
+
+def test_a_no_op_with_the_scheduler_and_the_monitor_runs_at_most_five_modules_per_host(tmp_path, cluster, hosts):  # noqa: F811
+    inv = inventory(tmp_path, hosts, rdmaops_monitor=True, monitor_install_node_exporter=False)
+    proc, out, counts = counted_run(cluster, inv, tmp_path, "fresh")
+    assert proc.returncode == 0, out[-6000:]
+    for host in ("gpu1", "gpu2"):  # the fresh run installed the collector and wrote the modules-load file
+        assert (hosts[host]["root"] / "usr/local/sbin/rdmaops-roce-collector").exists()
+        assert (hosts[host]["root"] / "etc/modules-load.d/rdmaops-roce.conf").exists()
+        assert counts[host]["modules"].get("rdmaops.roce.monitor_collector") == 1, counts[host]
+        assert counts[host]["modules"].get("rdmaops.roce.kernel_modules") == 1, counts[host]
+
+    proc, out, counts = counted_run(cluster, inv, tmp_path, "noop")
+    assert proc.returncode == 0, out[-6000:]
+    assert changed_of(out, "gpu1") == 0 and changed_of(out, "gpu2") == 0, out[-3000:]
+    modules = dict((host, counts[host]["modules"]) for host in ("gpu1", "gpu2"))
+    assert sum(m.get("rdmaops.roce.scheduler", 0) for m in modules.values()) == 1, modules
+    for host, counted in modules.items():
+        # the preflight's one read judged the collector and the RDMA core modules as wanted
+        assert "rdmaops.roce.monitor_collector" not in counted and "rdmaops.roce.kernel_modules" not in counted, counted
+        assert counted.get("rdmaops.roce.rdma_facts") == 1 and counted.get("rdmaops.roce.tuning_layer") == 1, counted
+        assert sum(counted.values()) <= NO_OP_LIMIT, (host, counted)
+
+    # drift on gpu2: the collector script edited, the timer's unit removed, the modules-load file emptied
+    root = hosts["gpu2"]["root"]
+    script = root / "usr/local/sbin/rdmaops-roce-collector"
+    script.write_text(script.read_text() + "# edited\n")
+    (root / "etc/systemd/system/rdmaops-roce-monitor.timer").unlink()
+    wanted_modules = (root / "etc/modules-load.d/rdmaops-roce.conf").read_text()
+    (root / "etc/modules-load.d/rdmaops-roce.conf").write_text(wanted_modules.split("\n", 1)[0] + "\n")
+    before = dict((path, path.read_bytes() if path.exists() else None) for path in (
+        script, root / "etc/modules-load.d/rdmaops-roce.conf"))
+
+    # check mode sees the drift, says it would change gpu2 and changes nothing (the tuning layer left out: its
+    # check mode on this stub predicts an adaptive-rx udev line the real run does not write, a matter of its own)
+    proc, out, counts = counted_run(cluster, inv, tmp_path, "check", "--check", "--diff", tags="modules,monitor")
+    assert proc.returncode == 0, out[-6000:]
+    assert changed_of(out, "gpu2") >= 2 and changed_of(out, "gpu1") == 0, out[-3000:]
+    assert dict((path, path.read_bytes() if path.exists() else None) for path in before) == before
+    assert not (root / "etc/systemd/system/rdmaops-roce-monitor.timer").exists()
+
+    # the same run that meets the drift fixes it: both modules run on gpu2 only
+    proc, out, counts = counted_run(cluster, inv, tmp_path, "fix")
+    assert proc.returncode == 0, out[-6000:]
+    assert changed_of(out, "gpu2") >= 2 and changed_of(out, "gpu1") == 0, out[-3000:]
+    assert counts["gpu2"]["modules"].get("rdmaops.roce.monitor_collector") == 1, counts["gpu2"]
+    assert counts["gpu2"]["modules"].get("rdmaops.roce.kernel_modules") == 1, counts["gpu2"]
+    assert "rdmaops.roce.monitor_collector" not in counts["gpu1"]["modules"], counts["gpu1"]
+    assert "# edited" not in script.read_text()
+    assert (root / "etc/systemd/system/rdmaops-roce-monitor.timer").exists()
+    assert (root / "etc/modules-load.d/rdmaops-roce.conf").read_text() == wanted_modules
+
+    # and the next run is a no-op again, within the limit on both hosts
+    proc, out, counts = counted_run(cluster, inv, tmp_path, "noop-again")
+    assert proc.returncode == 0 and changed_of(out, "gpu1") == 0 and changed_of(out, "gpu2") == 0, out[-3000:]
+    for host in ("gpu1", "gpu2"):
+        assert sum(counts[host]["modules"].values()) <= NO_OP_LIMIT, (host, counts[host])

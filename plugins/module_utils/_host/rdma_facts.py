@@ -392,7 +392,14 @@ def gather(ctx, params):
         from ansible_collections.rdmaops.roce.plugins.module_utils._host import os_facts
 
         ansible_facts.update(os_facts.gather(ctx.module))
-    return dict(changed=False, ansible_facts=ansible_facts)
+    result = dict(changed=False, ansible_facts=ansible_facts)
+    if params.get("observe"):
+        # Only in site.yml's preflight: the owned files of the layers that can be skipped on a no-op
+        # (kept out of ansible_facts: never cached, always this run's).
+        from ansible_collections.rdmaops.roce.plugins.module_utils._host.observe import observe
+
+        result["observed"] = observe(ctx.host, ctx.runner, params["observe"])
+    return result
 
 
 def _numeric(name):

@@ -135,6 +135,10 @@ def _source(name):
     source = spec.loader.get_source(name)
     if source is None:
         raise RdmaopsError("the source of %s is not available to build the collector" % name)
+    if isinstance(source, bytes):
+        # ansible's collection loader on the controller answers bytes, zipimport on the host text:
+        # the same script either way (the monitor role's no-op check renders it on the controller)
+        source = source.decode("utf-8")
     return spec.submodule_search_locations is not None, source
 
 

@@ -81,6 +81,42 @@ WantedBy=timers.target
 """
 
 
+def textfile_directory(path):
+    """node_exporter's textfile directory as the module writes it into the service unit."""
+    path = path or "/var/lib/prometheus/node-exporter"
+    if not _DIR.fullmatch(path) or ".." in path.split("/") or path == "/":
+        raise InputError("textfile_dir=%r must be an absolute directory path of letters, digits and ._@+- (no '..', no "
+                         "spaces: it goes into a systemd unit), e.g. /var/lib/prometheus/node-exporter" % (path,),
+                         option="textfile_dir")
+    return path.rstrip("/")
+
+
+def service_unit(service):
+    """node_exporter's unit name as the module reads it (``.service`` added when left out)."""
+    service = service or "prometheus-node-exporter.service"
+    if not service.endswith(".service"):
+        service += ".service"
+    if not _UNIT.fullmatch(service):
+        raise InputError("node_exporter_service=%r is not a systemd service name" % (service,), option="node_exporter_service")
+    return service
+
+
+def wanted_texts(python, intent, host_name, interval, textfile_dir, script=None):
+    """``{path: text}`` of the four files ``state=present`` writes (the script rendered unless given):
+    the module plans with it, and the monitor role's no-op check (roce_monitor_current) compares
+    the preflight's read of the host with it on the controller."""
+    snapshot = {"_comment": MARKER.lstrip("# "), "collection_version": COLLECTION_VERSION, "host": host_name,
+                "interval": interval, "intent": intent}
+    return {
+        SCRIPT_PATH: script if script is not None else bundle.render_script(python, COLLECTION_VERSION),
+        SNAPSHOT_PATH: json.dumps(snapshot, indent=1, sort_keys=True, default=str) + "\n",
+        "%s/%s" % (SYSTEMD_DIR, SERVICE): SERVICE_TEXT % dict(
+            marker=MARKER, python=python, script=SCRIPT_PATH, snapshot=SNAPSHOT_PATH,
+            textfile_dir=textfile_dir, timeout=max(120, 8 * interval)),
+        "%s/%s" % (SYSTEMD_DIR, TIMER): TIMER_TEXT % dict(marker=MARKER, interval=interval),
+    }
+
+
 def _payload():
     """Never called. The module writes the collector from the sources of the collector and of what it
     imports (:mod:`.bundle` reads them through the import system, without running them); Ansible's
@@ -108,18 +144,8 @@ class MonitorCollector(Engine):
         self.state = params.get("state") or "present"
         if self.state not in ("present", "absent"):
             raise InputError("state must be present or absent, got %r" % (self.state,), option="state")
-        self.textfile_dir = params.get("textfile_dir") or "/var/lib/prometheus/node-exporter"
-        if not _DIR.fullmatch(self.textfile_dir) or ".." in self.textfile_dir.split("/") or self.textfile_dir == "/":
-            raise InputError("textfile_dir=%r must be an absolute directory path of letters, digits and ._@+- (no '..', no "
-                             "spaces: it goes into a systemd unit), e.g. /var/lib/prometheus/node-exporter" % (self.textfile_dir,),
-                             option="textfile_dir")
-        self.textfile_dir = self.textfile_dir.rstrip("/")
-        service = params.get("node_exporter_service") or "prometheus-node-exporter.service"
-        if not service.endswith(".service"):
-            service += ".service"
-        if not _UNIT.fullmatch(service):
-            raise InputError("node_exporter_service=%r is not a systemd service name" % (service,), option="node_exporter_service")
-        self.node_exporter = dict(service=service)
+        self.textfile_dir = textfile_directory(params.get("textfile_dir"))
+        self.node_exporter = dict(service=service_unit(params.get("node_exporter_service")))
         if self.state == "absent":
             return
         interval = params.get("interval", 15)
@@ -153,14 +179,8 @@ class MonitorCollector(Engine):
         present = self.state == "present"
         if present:
             python = self.params.get("python") or sys.executable
-            self.texts = {
-                SCRIPT_PATH: bundle.render_script(python, COLLECTION_VERSION),
-                SNAPSHOT_PATH: self._snapshot(),
-                "%s/%s" % (SYSTEMD_DIR, SERVICE): SERVICE_TEXT % dict(
-                    marker=MARKER, python=python, script=SCRIPT_PATH, snapshot=SNAPSHOT_PATH,
-                    textfile_dir=self.textfile_dir, timeout=max(120, 8 * self.interval)),
-                "%s/%s" % (SYSTEMD_DIR, TIMER): TIMER_TEXT % dict(marker=MARKER, interval=self.interval),
-            }
+            self.texts = wanted_texts(python, self.params["intent"], self.params["host_name"], self.interval,
+                                      self.textfile_dir)
             if not self.host.isdir(self.textfile_dir):
                 plan.add("textfile_dir", None, self.textfile_dir, self._make_textfile_dir,
                          "create %s (node_exporter's textfile directory)" % self.textfile_dir)
@@ -193,12 +213,6 @@ class MonitorCollector(Engine):
         if present and plan.changed:
             # collect once now, so the metrics follow the new intent without waiting for the timer
             plan.then("systemctl start --no-block %s" % SERVICE, lambda: self._systemctl("start", "--no-block", SERVICE))
-
-    def _snapshot(self):
-        intent = self.params["intent"]
-        data = {"_comment": MARKER.lstrip("# "), "collection_version": COLLECTION_VERSION, "host": self.params["host_name"],
-                "interval": self.interval, "intent": intent}
-        return json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
 
     def _make_textfile_dir(self):
         os.makedirs(self.host.path(self.textfile_dir), 0o755)
