@@ -19,14 +19,17 @@ The engine behind the ``rails`` option of ``nic_layer`` (the controller computed
   (2: loose, a packet from a peer's other rail is not dropped) under net.ipv4.conf.<netdev>,
   now and in /etc/sysctl.d/90-rdmaops-rails.conf (systemd-sysctl applies a netdev's keys when
   udev sees it appear, so a NIC whose driver loads late gets them too);
-* all of it persisted in what configures the link, with the same backends and the same shared
-  ``Context`` the MTU uses (:mod:`.backends`), so one file edited for MTU and addresses is written
-  once: a netplan drop-in, a systemd-networkd drop-in, an ifupdown stanza of ours for the
-  interface, ifcfg's IPADDRn/PREFIXn with route-/rule- files, or the NetworkManager profile.
+* all of it persisted in what configures the link: this engine decides what the link needs (its
+  :class:`RailLink` entries) and hands them to the backend of the stack that configures it
+  (:meth:`.backends.Backend.plan_rails`, with this engine's management guard for what it would
+  remove), in the same shared ``Context`` the MTU uses, so one file edited for MTU and addresses
+  is written once.  How each stack writes them (a netplan or systemd-networkd drop-in, an
+  ifupdown stanza, ifcfg's IPADDRn/PREFIXn with route-/rule- files, the NetworkManager profile)
+  is the backend's and :mod:`.formats`'.
 
 read -> plan -> apply -> re-read as everywhere: ``ip -N -j`` (numeric tables, so a name in
 rt_tables does not hide a number) for addresses, routes and rules, procfs for the sysctls, and
-each backend's files or profile for what persists.
+the backend's :meth:`.backends.Backend.read_rails` for what persists.
 """
 
 from __future__ import absolute_import, division, print_function
