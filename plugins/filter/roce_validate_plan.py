@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdmaops.roce contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The validate role's plan on the controller: the host pairs it tests, and what each host measures
-(see roce_validate_pairs.yml and roce_validate_plan.yml)."""
+"""The validate role's plan on the controller: a host's active RoCE ports, the host pairs it tests, and
+what each host measures (see roce_validate_ports.yml, roce_validate_pairs.yml and roce_validate_plan.yml)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
 from ansible.module_utils.six.moves.collections_abc import Mapping
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate.plan import choose_pairs, measure_plan, tools_of
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.plan import active_ports, choose_pairs, measure_plan, tools_of
 
 
 def _names(value, what):
@@ -30,6 +30,13 @@ def roce_validate_pairs(hostvars, batch, mode="all", sample_size=16, partners=No
     return choose_pairs(known, batch, mode=mode, sample_size=sample_size, partners=partners)
 
 
+def roce_validate_ports(rdma):
+    """A host's active RoCE ports from its ``ansible_facts.rdma`` (see roce_validate_ports.yml)."""
+    if not isinstance(rdma, Mapping):
+        raise AnsibleFilterError("roce_validate_ports expects a host's ansible_facts.rdma (a mapping from rdmaops.roce.rdma_facts)")
+    return active_ports(dict(rdma))
+
+
 def roce_validate_plan(counter_lines, ports=None, gpus=None, check_mode=False, rdma=True, nccl=True,
                        nccl_command="all_reduce_perf"):
     """``{rdma_run, rdma_why, nccl_ready, nccl_why}`` for one host (see roce_validate_plan.yml)."""
@@ -41,4 +48,5 @@ def roce_validate_plan(counter_lines, ports=None, gpus=None, check_mode=False, r
 
 class FilterModule:
     def filters(self):
-        return {"roce_validate_pairs": roce_validate_pairs, "roce_validate_plan": roce_validate_plan}
+        return {"roce_validate_pairs": roce_validate_pairs, "roce_validate_plan": roce_validate_plan,
+                "roce_validate_ports": roce_validate_ports}

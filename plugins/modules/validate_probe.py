@@ -15,7 +15,9 @@ description:
   - Internal to the role C(rdmaops.roce.validate), which runs each of its steps on a host as one call of this module
     (the counters, the pings of every peer, every perftest client, the perftest servers) instead of one task per
     command. Its options and results may change with the role.
-  - It first ends the jobs of O(stop), then runs O(commands) one after another, then starts the jobs of O(start).
+  - It first ends the jobs of O(stop), then with O(rdma_facts) reads the host's RDMA state as M(rdmaops.roce.rdma_facts)
+    does and runs O(port_reads) on its active RoCE ports, then runs O(commands) one after another, then starts the
+    jobs of O(start).
   - Each command runs as M(ansible.builtin.command) would run it (no shell unless the argv calls one); with
     O(commands[].retries) it runs again, after O(commands[].delay) seconds, until it exits 0, or exits 124 (it hung
     under C(timeout)) after at least O(commands[].attempts) runs, as a task's C(until)/C(retries) would.
@@ -28,6 +30,28 @@ description:
 author:
   - rdmaops developers (@rdmaops)
 options:
+  rdma_facts:
+    description:
+      - Read the host's RDMA state as M(rdmaops.roce.rdma_facts) does with its defaults, and return it as
+        C(ansible_facts.rdma), with its active RoCE ports as RV(ports).
+    type: bool
+    default: false
+  port_reads:
+    description:
+      - With O(rdma_facts), shell scripts run as C(sh -c SCRIPT sh NETDEV...) with the netdevs of the host's active
+        RoCE ports (each once, in device and port order); their results come first in RV(results).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      script:
+        description: The script.
+        type: str
+        required: true
+      check:
+        description: The module fails, after running every command, when this script did not exit 0.
+        type: bool
+        default: false
   commands:
     description: The commands to run, in order.
     type: list
@@ -135,6 +159,16 @@ results:
   elements: dict
   sample:
     - {item: [vm1, vm2], cmd: [ping, -c, "2", 198.18.0.12], rc: 0, stdout: "PING ...", stderr: ""}
+ports:
+  description: With O(rdma_facts), the host's active RoCE ports (C(device), C(port), C(netdev), C(gid_index), C(ipv4)), as
+    the filter C(rdmaops.roce.roce_validate_ports) reads them from the facts.
+  returned: with O(rdma_facts)
+  type: list
+  elements: dict
+ansible_facts:
+  description: With O(rdma_facts), C(rdma) as M(rdmaops.roce.rdma_facts) returns it.
+  returned: with O(rdma_facts)
+  type: dict
 started:
   description: The names of the jobs started.
   returned: always
@@ -147,12 +181,40 @@ stopped:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.roce.plugins.module_utils._validate import probe
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate import plan, probe
+
+
+def read_facts(module):
+    """``{ansible_facts: {rdma}, ports}`` as rdmaops.roce.rdma_facts reads them (failing the module as it
+    would); imported only here, so the other steps' calls do not load the facts' readers."""
+    from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context
+    from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
+    from ansible_collections.rdmaops.roce.plugins.module_utils._core.redact import redact
+    from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import gather
+
+    ctx = Context(module)
+    try:
+        result = gather(ctx, dict(use_tools=True, gpu_topology=True))
+    except RdmaopsError as exc:
+        for warning in ctx.warnings:
+            module.warn(redact(warning, ctx.secrets))
+        fail = dict(exc.details)
+        fail.update(msg=exc.msg, changed=False)
+        module.fail_json(**redact(fail, ctx.secrets))
+    for warning in ctx.warnings:
+        module.warn(redact(warning, ctx.secrets))
+    rdma = result["ansible_facts"]["rdma"]
+    return dict(ansible_facts=dict(rdma=rdma), ports=plan.active_ports(rdma))
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            rdma_facts=dict(type="bool", default=False),
+            port_reads=dict(type="list", elements="dict", default=[], options=dict(
+                script=dict(type="str", required=True),
+                check=dict(type="bool", default=False),
+            )),
             commands=dict(type="list", elements="dict", default=[], options=dict(
                 argv=dict(type="list", elements="str", required=True),
                 item=dict(type="raw"),
@@ -177,18 +239,25 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    outcome = dict(changed=False)
+    commands = list(params["commands"])
     try:
         probe.check_names(params["start"] + params["stop"])
         stopped = probe.stop_jobs(params["stop"], params["job_dir"], params["grace"])
-        results = probe.run_commands(lambda argv: module.run_command(argv), params["commands"])
+        if params["rdma_facts"]:
+            outcome.update(read_facts(module))
+            netdevs = plan.port_netdevs(outcome["ports"])
+            commands = [dict(argv=["sh", "-c", read["script"], "sh"] + netdevs, check=read["check"])
+                        for read in params["port_reads"]] + commands
+        results = probe.run_commands(module.run_command, commands)
         started = probe.start_jobs(params["start"], params["job_dir"], params["deadline"])
     except probe.ProbeError as exc:
         module.fail_json(msg=str(exc))
     except (IOError, OSError) as exc:
         module.fail_json(msg="validate_probe: a perftest server job could not be started or ended in %s: %s"
                          % (params["job_dir"], exc.strerror or exc))
-    failed = probe.failed_checks(params["commands"], results)
-    outcome = dict(changed=False, results=results, started=started, stopped=stopped)
+    failed = probe.failed_checks(commands, results)
+    outcome.update(results=results, started=started, stopped=stopped)
     if failed:
         module.fail_json(msg="a read failed: %s" % "; ".join(failed), **outcome)
     module.exit_json(**outcome)

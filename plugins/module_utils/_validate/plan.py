@@ -15,6 +15,9 @@ roce_validate_plan call them on the controller).
   failed before the pairs were chosen has none, and neither has a partner whose RDMA state could
   not be read.
 * :func:`measure_plan`: whether a host runs perftest and nccl-tests, and why not.
+* :func:`active_ports`: a host's active RoCE ports from its RDMA facts (``validate_ports``), read on
+  the controller for a gate's partners (the filter roce_validate_ports) and on the host by
+  rdmaops.roce.validate_probe, which reads their counters in the same call as the facts.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import random
+import re
 
 PAIR_MODES = ("all", "ring", "sample")
 PERFTEST_TOOLS = ("ib_write_bw", "ib_write_lat")
@@ -124,3 +128,37 @@ def measure_plan(tools, ports, gpus, check_mode=False, rdma=True, nccl=True, ncc
     else:
         nccl_why = "%s (nccl-tests) is not installed" % nccl_command
     return {"rdma_run": rdma_run, "rdma_why": rdma_why, "nccl_ready": nccl_ready, "nccl_why": nccl_why}
+
+
+def _key(item):
+    key = item[0]
+    return key.lower() if isinstance(key, str) else key
+
+
+def active_ports(rdma):
+    """The active RoCE ports of one host's ``ansible_facts.rdma``, in device then port order (as Jinja's
+    dictsort orders them): each ``device``, ``port``, ``netdev``, ``gid_index`` (the lowest RoCE v2
+    IPv4 GID index) and ``ipv4`` (the netdev's addresses without their prefix length)."""
+    rows = []
+    rdma = rdma if isinstance(rdma, dict) else {}
+    netdevs = rdma.get("netdevs") if isinstance(rdma.get("netdevs"), dict) else {}
+    devices = rdma.get("devices") if isinstance(rdma.get("devices"), dict) else {}
+    for name, device in sorted(devices.items(), key=_key):
+        ports = device.get("ports") if isinstance(device, dict) and isinstance(device.get("ports"), dict) else {}
+        for number, port in sorted(ports.items(), key=_key):
+            if not (isinstance(port, dict) and port.get("link_layer") == "Ethernet" and port.get("state") == "ACTIVE" and port.get("netdev")):
+                continue
+            netdev = netdevs.get(port["netdev"]) if isinstance(netdevs.get(port["netdev"]), dict) else {}
+            addresses = netdev.get("ipv4") if isinstance(netdev.get("ipv4"), list) else []
+            rows.append(dict(device=name, port=number, netdev=port["netdev"], gid_index=port.get("roce_v2_ipv4_gid_index"),
+                             ipv4=[re.sub(r"/.*$", "", str(address)) for address in addresses]))
+    return rows
+
+
+def port_netdevs(ports):
+    """The netdevs of ``ports`` (:func:`active_ports`), each once, in order: what the counter reads take."""
+    out = []
+    for port in ports:
+        if port["netdev"] not in out:
+            out.append(port["netdev"])
+    return out
