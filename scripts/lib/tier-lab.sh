@@ -341,7 +341,11 @@ tier_lab() {
     # the other faults (MTU, ToS, rdma_cm, switch PFC) and rollout scenarios (drain timeout: skip,
     # fail) run in tier_lab_extended: CI's time (about 9 minutes of TCG)
     _lab_step "validate: passes, dead port caught" lab_validate "$inv" --faults fabric
-    lab_rerun=0 _lab_step "rollout: Slurm drain + wait, failed gate" python3 tests/lab/rollout.py -i "$inv" --scenarios disruptive,gate
+    # the failed gate: drain, apply, the gate's finding, the host kept drained, the next wave not run.
+    # The other scenarios (a drain that waits for a job, the drain-timeout policies, the limit from
+    # the inventory, two runs at once, a node drained by hand) run in tier_lab_extended: CI's time;
+    # the real-Slurm integration tests of the unit tier cover each of them on every run
+    lab_rerun=0 _lab_step "rollout: Slurm drain, failed gate" python3 tests/lab/rollout.py -i "$inv" --scenarios gate
     _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check
     # vm3 (netplan) and tests/lab/mtu.yml on three VMs run in tier_lab_extended (ifupdown and
     # networkd are proven here across a reboot; netplan by molecule's nic_mtu scenario with the
@@ -358,8 +362,9 @@ tier_lab() {
 
 # tier_lab_extended (not a default tier: about 20 minutes): what the default lab tier leaves out for
 # CI's time, on a converged lab of its own: validate's other four faults (vm2's MTU 1500, vm1's ToS,
-# rdma_cm unloaded, a switch whose PFC disagrees), the rollout's drain-timeout policies (skip, fail)
-# through the lab's Slurm, rail 2 moved to a subnet of its own (--tags nic), and a third VM (netplan,
+# rdma_cm unloaded, a switch whose PFC disagrees), the rollout's scenarios through the lab's Slurm
+# other than the failed gate (a drain that waits for a job, the drain-timeout policies skip and fail,
+# rdmaops_max_unavailable from the inventory, two runs at once, a node drained by hand), rail 2 moved to a subnet of its own (--tags nic), and a third VM (netplan,
 # one rail) joining for tests/lab/mtu.yml on all three.
 tier_lab_extended() {
   (
@@ -367,7 +372,8 @@ tier_lab_extended() {
     local inv=$lab_inv
     _lab_step "converge: site.yml" ansible-playbook -i "$inv" playbooks/site.yml -e rdmaops_scheduler=none
     _lab_step "validate: 4 more faults caught" lab_validate "$inv" --faults mtu,tos,rdma_cm,switch --skip-healthy
-    lab_rerun=0 _lab_step "rollout: drain timeout skip, fail" python3 tests/lab/rollout.py -i "$inv" --scenarios skip,fail
+    lab_rerun=0 _lab_step "rollout: wait for a job, drain timeout skip, fail" python3 tests/lab/rollout.py -i "$inv" --scenarios disruptive,skip,fail
+    lab_rerun=0 _lab_step "rollout: limit, two runs at once, a hand drain" python3 tests/lab/rollout.py -i "$inv" --scenarios limit,parallel,handdrain
     # vm3's fabric NIC is netplan's (vm1 ifupdown, vm2 networkd). vm3 has one rail: a VM whose two
     # rails share a subnet without the rails' rules answers from whichever NIC its main table lists
     # first, which vm1 and vm2 (arp_ignore=1 since the converge) rightly ignore on the other rail
