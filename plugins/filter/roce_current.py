@@ -2,10 +2,10 @@
 # Copyright: rdmaops.roce contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A no-op run's cheap checks, on the controller (see roce_noop_observe.yml, roce_noop_modules.yml,
-roce_monitor_scripts.yml and roce_noop_monitor.yml).
+roce_noop_nccl.yml, roce_monitor_scripts.yml and roce_noop_monitor.yml).
 
 site.yml's preflight reads, in its one rdma_facts call, the files and units that the RDMA core
-modules' task and the monitor's collector own (``observe``). These filters compute what those
+modules' task, nccl_conf and the monitor's collector own (``observe``), with the RDMA state. These filters compute what those
 modules would write, with the modules' own functions, and say whether the host already has it:
 only then is the module left out. Anything unexpected (an input the module would refuse, a path
 not read, an interpreter not known) answers False, and the module runs and says what it says."""
@@ -20,11 +20,13 @@ import json
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
 from ansible.module_utils.six.moves.collections_abc import Mapping
+from ansible_collections.rdmaops.roce.plugins.module_utils._core import files as owned
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.persistence import SYSTEMD_DIR
 from ansible_collections.rdmaops.roce.plugins.module_utils._kmod import engine as kmod
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor import COLLECTION_VERSION, bundle
 from ansible_collections.rdmaops.roce.plugins.module_utils._monitor import install as monitor
+from ansible_collections.rdmaops.roce.plugins.module_utils._nccl import conf as nccl
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate.intent import check_intent
 
 KMOD_OWNER = "rdmaops.roce.kernel_modules"
@@ -43,9 +45,13 @@ def _monitor_paths(textfile_dir, service):
     return files, [monitor.TIMER, service]
 
 
-def roce_noop_observe(monitor_on, textfile_dir=None, node_exporter_service=None):
-    """rdma_facts' ``observe``: the RDMA core modules' two files, and the monitor's when it is on."""
+def roce_noop_observe(monitor_on, textfile_dir=None, node_exporter_service=None, nccl_conf_path=None):
+    """rdma_facts' ``observe``: the RDMA core modules' two files, NCCL's file and the default route,
+    and the monitor's files and units when it is on."""
     files = [kmod.DEFAULT_MODULES_LOAD_FILE, kmod.DEFAULT_MODPROBE_FILE]
+    nccl_path = nccl_conf_path or nccl.DEFAULT_PATH
+    if isinstance(nccl_path, string_types) and nccl_path.startswith("/"):
+        files.append(nccl_path)
     units = []
     if monitor_on:
         try:
@@ -54,7 +60,7 @@ def roce_noop_observe(monitor_on, textfile_dir=None, node_exporter_service=None)
         except RdmaopsError:
             more, units = [], []  # the module refuses it and names the option
         files += more
-    return dict(files=files, units=units)
+    return dict(files=files, texts=[nccl.ROUTE_TABLE], units=units)
 
 
 def _files(observed):
@@ -138,7 +144,38 @@ def roce_noop_monitor(observed, settings, scripts):
     return True
 
 
+class _Unread(object):
+    """No host behind the engine: the no-op check gives it what the preflight read."""
+    host = runner = None
+
+
+def roce_noop_nccl(observed, rdma, params):
+    """True when nccl_conf (state present) would change nothing: its file holds only our block, with the
+    values the module computes from the RDMA state ``rdma`` and the default route the preflight read,
+    and no port is left out (the module would warn about it)."""
+    files = _files(observed)
+    if files is None or not isinstance(rdma, Mapping) or not isinstance(params, Mapping):
+        return False
+    params = dict((key, value) for key, value in params.items() if value is not None)
+    try:
+        engine = nccl.NcclConf(_Unread(), params)
+        engine.validate()
+        if engine.state != "present":
+            return False
+        route = (observed.get("texts") or {}).get(nccl.ROUTE_TABLE)
+        if not engine.socket_ifname and route is None:
+            return False
+        engine.wanted(rdma, None if engine.socket_ifname else nccl.route_interface(route))
+    except (RdmaopsError, TypeError, ValueError, KeyError, AttributeError):
+        return False
+    if engine.skipped:
+        return False
+    text = owned.merge_block("", nccl.render_block(engine.settings, engine.extra), nccl.BLOCK)
+    return _is_file(files, engine.path, text)
+
+
 class FilterModule:
     def filters(self):
         return {"roce_noop_observe": roce_noop_observe, "roce_noop_modules": roce_noop_modules,
-                "roce_monitor_scripts": roce_monitor_scripts, "roce_noop_monitor": roce_noop_monitor}
+                "roce_monitor_scripts": roce_monitor_scripts, "roce_noop_monitor": roce_noop_monitor,
+                "roce_noop_nccl": roce_noop_nccl}

@@ -49,15 +49,22 @@ options:
     default: false
   observe:
     description:
-      - Also report what is at each path of O(observe.files) and, where systemd runs, the state of each
-        unit of O(observe.units) (one C(systemctl is-active) for all), in RV(observed). Nothing is changed.
+      - Also report what is at each path of O(observe.files), the text of each file of O(observe.texts) and,
+        where systemd runs, the state of each unit of O(observe.units) (one C(systemctl is-active) for all), in
+        RV(observed). Nothing is changed.
       - C(site.yml)'s preflight uses it for the files and units of the layers whose module a no-op run can
-        leave out (the RDMA core modules' files, the monitor's collector): when what the host has is what
-        the module would write, the layer is not run on the host again.
+        leave out (the RDMA core modules' files, NCCL's file, the monitor's collector): when what the host has is what
+        the module would write, the layer is not run on the host again. The NCCL layer's file is judged with
+        the RDMA state this call reads and the default route of C(/proc/net/route) (a text).
     type: dict
     suboptions:
       files:
         description: Absolute paths (at most 64).
+        type: list
+        elements: path
+        default: []
+      texts:
+        description: Absolute paths of small files whose text is reported (at most 64, up to 64 KiB each).
         type: list
         elements: path
         default: []
@@ -165,6 +172,7 @@ observed:
     - With O(observe), what each path holds and each unit's state. Not a fact, so never cached.
     - C(files) maps each path to C(type) (V(file), V(link), V(dir), V(absent) or V(other)), with C(sha256)
       (a file's content) or C(target) (a symlink's, as written).
+    - C(texts) maps each path of O(observe.texts) to its text, or null (absent, unreadable, over 64 KiB).
     - C(systemd) is true where systemd runs; C(units) maps each unit to its C(is-active) state (C(active),
       C(inactive), ...), or null without systemd.
   returned: with O(observe)
@@ -189,6 +197,7 @@ def main():
             gpu_topology=dict(type="bool", default=True),
             os_facts=dict(type="bool", default=False),
             observe=dict(type="dict", options=dict(files=dict(type="list", elements="path", default=[]),
+                                                   texts=dict(type="list", elements="path", default=[]),
                                                    units=dict(type="list", elements="str", default=[]))),
         ),
         supports_check_mode=True,

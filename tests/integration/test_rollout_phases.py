@@ -113,7 +113,10 @@ def test_an_interrupted_phase_two_is_finished_by_the_next_run(tmp_path, cluster,
 
 
 NO_OP_LIMIT = 5  # module executions per host on a no-op of site.yml, the scheduler and the monitor on
-LAYERS = "modules,tuning,monitor"
+LAYERS = "modules,tuning,nccl,monitor"
+# the recorded trees have no default route; NCCL's bootstrap interface comes from this one
+ROUTES = ("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+          "ens3\t00000000\t0202000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n")
 
 
 def counted_run(cluster, inv, tmp_path, name, *args, tags=LAYERS):
@@ -135,7 +138,11 @@ def changed_of(out, host):
 
 
 def test_a_no_op_with_the_scheduler_and_the_monitor_runs_at_most_five_modules_per_host(tmp_path, cluster, hosts):  # noqa: F811
-    inv = inventory(tmp_path, hosts, rdmaops_monitor=True, monitor_install_node_exporter=False)
+    for made in hosts.values():
+        (made["root"] / "proc/net").mkdir(parents=True, exist_ok=True)
+        (made["root"] / "proc/net/route").write_text(ROUTES)
+    # both hosts are GPU hosts (nccl.conf needs no GPU), the monitor on without node_exporter (none here)
+    inv = inventory(tmp_path, hosts, rdmaops_monitor=True, monitor_install_node_exporter=False, rdmaops_gpu_hosts="rdma_hosts")
     proc, out, counts = counted_run(cluster, inv, tmp_path, "fresh")
     assert proc.returncode == 0, out[-6000:]
     for host in ("gpu1", "gpu2"):  # the fresh run installed the collector and wrote the modules-load file
@@ -143,6 +150,7 @@ def test_a_no_op_with_the_scheduler_and_the_monitor_runs_at_most_five_modules_pe
         assert (hosts[host]["root"] / "etc/modules-load.d/rdmaops-roce.conf").exists()
         assert counts[host]["modules"].get("rdmaops.roce.monitor_collector") == 1, counts[host]
         assert counts[host]["modules"].get("rdmaops.roce.kernel_modules") == 1, counts[host]
+        assert "NCCL_SOCKET_IFNAME==ens3" in (hosts[host]["root"] / "etc/nccl.conf").read_text()
 
     proc, out, counts = counted_run(cluster, inv, tmp_path, "noop")
     assert proc.returncode == 0, out[-6000:]
@@ -150,36 +158,43 @@ def test_a_no_op_with_the_scheduler_and_the_monitor_runs_at_most_five_modules_pe
     modules = dict((host, counts[host]["modules"]) for host in ("gpu1", "gpu2"))
     assert sum(m.get("rdmaops.roce.scheduler", 0) for m in modules.values()) == 1, modules
     for host, counted in modules.items():
-        # the preflight's one read judged the collector and the RDMA core modules as wanted
-        assert "rdmaops.roce.monitor_collector" not in counted and "rdmaops.roce.kernel_modules" not in counted, counted
+        # the preflight's one read judged the collector, nccl.conf and the RDMA core modules as wanted
+        assert not [name for name in counted if name in ("rdmaops.roce.monitor_collector", "rdmaops.roce.kernel_modules",
+                                                         "rdmaops.roce.nccl_conf")], counted
         assert counted.get("rdmaops.roce.rdma_facts") == 1 and counted.get("rdmaops.roce.tuning_layer") == 1, counted
         assert sum(counted.values()) <= NO_OP_LIMIT, (host, counted)
 
-    # drift on gpu2: the collector script edited, the timer's unit removed, the modules-load file emptied
+    # drift on gpu2: the collector script edited, the timer's unit removed, the modules-load file emptied, a value of
+    # nccl.conf's block changed
     root = hosts["gpu2"]["root"]
     script = root / "usr/local/sbin/rdmaops-roce-collector"
     script.write_text(script.read_text() + "# edited\n")
     (root / "etc/systemd/system/rdmaops-roce-monitor.timer").unlink()
     wanted_modules = (root / "etc/modules-load.d/rdmaops-roce.conf").read_text()
     (root / "etc/modules-load.d/rdmaops-roce.conf").write_text(wanted_modules.split("\n", 1)[0] + "\n")
+    nccl = root / "etc/nccl.conf"
+    wanted_nccl = nccl.read_text()
+    nccl.write_text(wanted_nccl.replace("NCCL_IB_RETRY_CNT=7", "NCCL_IB_RETRY_CNT=3"))
     before = dict((path, path.read_bytes() if path.exists() else None) for path in (
-        script, root / "etc/modules-load.d/rdmaops-roce.conf"))
+        script, root / "etc/modules-load.d/rdmaops-roce.conf", nccl))
 
     # check mode sees the drift, says it would change gpu2 and changes nothing (the tuning layer left out: its
     # check mode on this stub predicts an adaptive-rx udev line the real run does not write, a matter of its own)
-    proc, out, counts = counted_run(cluster, inv, tmp_path, "check", "--check", "--diff", tags="modules,monitor")
+    proc, out, counts = counted_run(cluster, inv, tmp_path, "check", "--check", "--diff", tags="modules,nccl,monitor")
     assert proc.returncode == 0, out[-6000:]
-    assert changed_of(out, "gpu2") >= 2 and changed_of(out, "gpu1") == 0, out[-3000:]
+    assert changed_of(out, "gpu2") >= 3 and changed_of(out, "gpu1") == 0, out[-3000:]
     assert dict((path, path.read_bytes() if path.exists() else None) for path in before) == before
     assert not (root / "etc/systemd/system/rdmaops-roce-monitor.timer").exists()
 
     # the same run that meets the drift fixes it: both modules run on gpu2 only
     proc, out, counts = counted_run(cluster, inv, tmp_path, "fix")
     assert proc.returncode == 0, out[-6000:]
-    assert changed_of(out, "gpu2") >= 2 and changed_of(out, "gpu1") == 0, out[-3000:]
+    assert changed_of(out, "gpu2") >= 3 and changed_of(out, "gpu1") == 0, out[-3000:]
     assert counts["gpu2"]["modules"].get("rdmaops.roce.monitor_collector") == 1, counts["gpu2"]
     assert counts["gpu2"]["modules"].get("rdmaops.roce.kernel_modules") == 1, counts["gpu2"]
+    assert counts["gpu2"]["modules"].get("rdmaops.roce.nccl_conf") == 1, counts["gpu2"]
     assert "rdmaops.roce.monitor_collector" not in counts["gpu1"]["modules"], counts["gpu1"]
+    assert nccl.read_text() == wanted_nccl
     assert "# edited" not in script.read_text()
     assert (root / "etc/systemd/system/rdmaops-roce-monitor.timer").exists()
     assert (root / "etc/modules-load.d/rdmaops-roce.conf").read_text() == wanted_modules

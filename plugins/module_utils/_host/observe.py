@@ -37,20 +37,31 @@ def _entry(host, path):
     return dict(type="absent") if not os.path.lexists(real) else dict(type="other")
 
 
+def _text(host, path):
+    """A small file's text (/proc/net/route), None when absent, unreadable or over 64 KiB."""
+    data = files.read_bytes(host, path)
+    if data is None or len(data) > _MAX * 1024:
+        return None
+    return files.decode(data)
+
+
 def observe(host, runner, spec):
-    """``{files: {path: {type, sha256 | target}}, systemd: bool, units: {unit: state | None}}``."""
+    """``{files: {path: {type, sha256 | target}}, texts: {path: text | None}, systemd: bool,
+    units: {unit: state | None}}``."""
     spec = spec or {}
     paths = list(spec.get("files") or [])
+    texts = list(spec.get("texts") or [])
     units = list(spec.get("units") or [])
-    if len(paths) > _MAX or len(units) > _MAX:
-        raise InputError("observe: at most %d files and %d units" % (_MAX, _MAX), option="observe")
-    for path in paths:
+    if len(paths) > _MAX or len(units) > _MAX or len(texts) > _MAX:
+        raise InputError("observe: at most %d files, texts and units each" % _MAX, option="observe")
+    for path in paths + texts:
         if not isinstance(path, str) or not path.startswith("/"):
             raise InputError("observe.files: %r is not an absolute path" % (path,), option="observe")
     for unit in units:
         if not isinstance(unit, str) or not unit or unit.startswith("-") or "/" in unit or any(c.isspace() for c in unit):
             raise InputError("observe.units: %r is not a systemd unit name" % (unit,), option="observe")
-    out = dict(files=dict((path, _entry(host, path)) for path in paths))
+    out = dict(files=dict((path, _entry(host, path)) for path in paths),
+               texts=dict((path, _text(host, path)) for path in texts))
     live = host.is_live and host.isdir("/run/systemd/system") and runner is not None and runner.has("systemctl")
     out["systemd"] = bool(live)
     states = {}

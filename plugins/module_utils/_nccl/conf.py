@@ -100,9 +100,13 @@ def foreign_text(text):
 
 def default_route_interface(host):
     """The interface of the IPv4 default route with the lowest metric, from the kernel's
-    /proc/net/route (columns Iface, Destination, Gateway, Flags, RefCnt, Use, Metric, Mask, ...);
-    None when there is none."""
-    table = host.read(ROUTE_TABLE)
+    /proc/net/route; None when there is none."""
+    return route_interface(host.read(ROUTE_TABLE))
+
+
+def route_interface(table):
+    """The IPv4 default route's interface with the lowest metric in ``table``, the text of
+    /proc/net/route (columns Iface, Destination, Gateway, Flags, RefCnt, Use, Metric, Mask, ...)."""
     best = None
     for row in (table or "").split("\n")[1:]:
         fields = row.split()
@@ -274,14 +278,22 @@ class NcclConf(Engine):
         if self.state == "absent":
             return
         rdma = RdmaFacts(self.host, self.runner, gpu_topology=False).gather()
+        try:
+            self.wanted(rdma, None if self.socket_ifname else default_route_interface(self.host))
+        finally:
+            for entry in self.skipped:
+                self.ctx.warn("%s port %d left out of NCCL_IB_HCA: %s" % (entry["device"], entry["port"], entry["reason"]))
+        self._check_foreign_lines()
+
+    def wanted(self, rdma, route_ifname):
+        """Our settings from the RDMA facts ``rdma`` and the default route's interface (the module reads
+        both on the host; the nccl role's no-op check, roce_noop_nccl, passes the preflight's)."""
         self.ports, self.skipped = fabric_ports(rdma, self.interfaces)
-        for entry in self.skipped:
-            self.ctx.warn("%s port %d left out of NCCL_IB_HCA: %s" % (entry["device"], entry["port"], entry["reason"]))
         gid_index = self.gid_index if self.gid_index is not None else gid_index_of(self.ports)
         if self.socket_ifname:
             ifname, self.socket_ifname_source = self.socket_ifname, "socket_ifname"
         else:
-            ifname, self.socket_ifname_source = default_route_interface(self.host), "default route"
+            ifname, self.socket_ifname_source = route_ifname, "default route"
             if ifname is None:
                 raise RefusedError(
                     "this host has no IPv4 default route, so the management interface for NCCL's bootstrap "
@@ -295,7 +307,7 @@ class NcclConf(Engine):
             NCCL_IB_TIMEOUT=str(self.timeout),
             NCCL_IB_RETRY_CNT=str(self.retry),
         )
-        self._check_foreign_lines()
+        return self.settings
 
     def _check_foreign_lines(self):
         """Refuse foreign lines that set one of our names to another value (NCCL takes the first
