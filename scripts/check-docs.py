@@ -21,7 +21,8 @@ docs/reference/) and roles/*/README.md. In each, outside and inside fenced block
 - every relative Markdown link resolves to a file of the repository;
 - the README stays a README: at most README_LINES lines, no table cell over CELL_WORDS words;
 - no line speaks of the collection's own development: no date (``2026-11-28``, ``Nov 2026``,
-  ``28 November 2026``) and no issue or pull request number (``issue 30``, ``#30``, ``PR 12``).
+  ``28 November 2026``), no issue or pull request number (``issue 30``, ``#30``, ``PR 12``) and
+  no commit (``commit a960e1b``).
   The shipped docs are guides for users; dated runs, measurements and work items belong in
   CONTRIBUTING.md or tests/**/README.md, which are not in the tarball.
 
@@ -84,7 +85,8 @@ MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|A
 DATE = re.compile(r"(?<![\w.-])(?:(?:19|20)\d\d-[01]\d-[0-3]\d|(?:[0-3]?\d(?:st|nd|rd|th)?\s+)?" + MONTH
                   + r"\.?(?:\s+[0-3]?\d(?:st|nd|rd|th)?,?)?\s+(?:19|20)\d\d)(?![\w-])")
 ISSUE = re.compile(r"(?i:\b(?:issues?|pull requests?|PRs?|work items?|tickets?)\s*(?:no\.?\s*)?#?\d+\b)"
-                   r"|(?<![\w&#/])#\d+\b|rdmaops/roce/(?:issues|pull)/\d+")
+                   r"|(?<![\w&#/])#\d+\b|rdmaops/roce/(?:issues|pull)/\d+"
+                   r"|(?i:\bcommit\s+[0-9a-f]{7,40}\b)")
 METRIC = "rdmaops_roce_"
 METRIC_PARTS = ("port_", "hw_", "intent_", "rdma_cm_")
 
@@ -352,8 +354,8 @@ class Checker:
             self.report(path, line, "a date (`%s`) in a shipped doc: dated runs and measurements belong in "
                         "CONTRIBUTING.md or tests/**/README.md" % match.group(0))
         for match in ISSUE.finditer(text):
-            self.report(path, line, "an issue number (`%s`) in a shipped doc: say what the collection does, "
-                        "not which work item made it" % match.group(0))
+            self.report(path, line, "an issue number or commit (`%s`) in a shipped doc: say what the collection "
+                        "does, not which work item made it" % match.group(0))
 
     # -- a document ----------------------------------------------------------------------------
     def check_text(self, path, text):

@@ -143,10 +143,11 @@ def test_the_readme_keeps_short_cells_and_a_short_page(code):
     ("Seen on 28 November 2026 in CI.", "a date (`28 November 2026`)"),
     ("Seen on November 28, 2026 in CI.", "a date (`November 28, 2026`)"),
     ("```\n2026-11-27 09:17 UTC: vm2 stalled\n```", "a date (`2026-11-27`)"),
-    ("The rollout of issue 30 drains in waves.", "an issue number (`issue 30`)"),
-    ("Fixed for the fleet (#30).", "an issue number (`#30`)"),
-    ("See Issue #12 and PR 7.", "an issue number (`Issue #12`)"),
-    ("[the bug](https://github.com/rdmaops/roce/issues/31)", "an issue number (`rdmaops/roce/issues/31`)"),
+    ("The rollout of issue 30 drains in waves.", "an issue number or commit (`issue 30`)"),
+    ("Fixed for the fleet (#30).", "an issue number or commit (`#30`)"),
+    ("See Issue #12 and PR 7.", "an issue number or commit (`Issue #12`)"),
+    ("[the bug](https://github.com/rdmaops/roce/issues/31)", "an issue number or commit (`rdmaops/roce/issues/31`)"),
+    ("### after (commit 120d4bc)", "an issue number or commit (`commit 120d4bc`)"),
 ])
 def test_a_planted_date_or_issue_number_fails(code, line, found):
     found_problems = problems(code, "# A guide\n\n" + line + "\n")
