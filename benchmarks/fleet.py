@@ -607,7 +607,7 @@ def render_rollout(runs):
     for label, run in runs:
         command = run.get("command") or "python benchmarks/fleet.py --scheduler %s --hosts %s --docs" % (
             run["scheduler"], ",".join(str(row["hosts"]) for row in run["rows"]))
-        parts += ["### %s (%s, commit %s)" % (label, run["when"], run["commit"]), "",
+        parts += ["### %s" % label, "",
                   "`%s`. Layers (tags): %s; gate: %s. %s" % (
                       command, ", ".join(run["tags"]), run.get("gate", "none"), machine_line(run)), "",
                   table(run["rows"], ROLLOUT_COLUMNS), ""]
@@ -615,10 +615,10 @@ def render_rollout(runs):
             modules = ", ".join("%s %d" % (name.split(".")[-1], count) for name, count in
                                 sorted(row["controller_modules"].items())) or "none"
             parts += ["N=%d: the slurm no-op's reads of the scheduler, on the controller: %s (%d round trips in "
-                      "all, %d batches of 1 host). Task results per host: %s without a scheduler, %s with it (the "
+                      "all). Task results per host: %s without a scheduler, %s with it (the "
                       "rollout's own tasks run on the controller: no round trip). Slurm node states before the "
                       "online run: %s; after it: %s; drained: %s." % (
-                          row["hosts"], modules, row["controller_rt"], row["hosts"], row["none_tasks"],
+                          row["hosts"], modules, row["controller_rt"], row["none_tasks"],
                           row["slurm_tasks"], state_counts(row["states"]["online_before"]),
                           state_counts(row["states"]["online_after"]), cell(row["online_drained"])), ""]
     return parts
@@ -639,17 +639,20 @@ def render_docs():
             (rollouts if run.get("scheduler") else runs).append((run["label"], run))
     runs.sort(key=lambda item: item[1]["when"])
     rollouts.sort(key=lambda item: item[1]["when"])
-    parts = ["![no-op site.yml and ping per N](benchmarks.png)", ""]
+    # The page shows the latest run of each kind in full and, for the earlier ones, only what changed the
+    # cost (module executions and round trips per host); their dates, commits and notes stay in
+    # benchmarks/results/*.json (CONTRIBUTING.md says where).
+    parts = ["![no-op site.yml and ping per N](benchmarks.png)", "",
+             "| run | modules/host | round trips/host | no-op/ping at the largest N |", "|---|---:|---:|---:|"]
     for label, run in runs:
-        m = run["machine"]
-        parts += ["### %s (%s, commit %s)" % (label, run["when"], run["commit"]), "",
-                  "Layers (tags): %s. Machine: %s, %d CPUs, %s GiB, %s, kernel %s; %s, Python %s, %s; "
-                  "load average %.1f before the run." % (
-                      ", ".join(run["tags"]), m["cpu"], m["cpus"], m["memory_gib"], m["os"], m["kernel"],
-                      m["ansible"], m["python"], m["podman"], m["load_before"]), "",
+        last = run["rows"][-1]
+        parts.append("| %s | %s | %s | %s (N=%d) |" % (label, cell(last.get("modules_per_host")),
+                                                       cell(last.get("round_trips_per_host")), cell(last.get("noop_per_ping")),
+                                                       last["hosts"]))
+    parts.append("")
+    for label, run in runs[-1:]:
+        parts += ["### %s" % label, "", "Layers (tags): %s. %s" % (", ".join(run["tags"]), machine_line(run)), "",
                   table(run["rows"]), ""]
-        if run.get("note"):
-            parts += [run["note"], ""]
         by_size = {row["hosts"]: row for row in run["rows"]}
         if 8 in by_size and 32 in by_size:
             parts += ["No-op cost per host from N=8 to N=32: %+.0f%% (goal: within 20%%)." % (
@@ -665,7 +668,7 @@ def render_docs():
         text = handle.read()
     text = splice(text, BEGIN, END, parts)
     if ROLLOUT_BEGIN in text:
-        text = splice(text, ROLLOUT_BEGIN, ROLLOUT_END, render_rollout(rollouts))
+        text = splice(text, ROLLOUT_BEGIN, ROLLOUT_END, render_rollout(rollouts[-1:]))
     with open(DOC, "w", encoding="utf-8") as handle:
         handle.write(text)
 

@@ -53,8 +53,8 @@ options:
         where systemd runs, the state of each unit of O(observe.units) (one C(systemctl is-active) for all), in
         RV(observed). Nothing is changed.
       - C(site.yml)'s preflight uses it for the files and units of the layers whose module a no-op run can
-        leave out (the RDMA core modules' files, NCCL's file, the monitor's collector): when what the host has is what
-        the module would write, the layer is not run on the host again. The NCCL layer's file is judged with
+        leave out (the RDMA core modules' files, NCCL's file, the monitor's collector). When what the host has is
+        what the module would write, the layer is not run on the host again. The NCCL layer's file is judged with
         the RDMA state this call reads and the default route of C(/proc/net/route) (a text).
     type: dict
     suboptions:
