@@ -144,7 +144,7 @@ def roce_noop_monitor(observed, settings, scripts):
     return True
 
 
-class _Unread(object):
+class _Unread:
     """No host behind the engine: the no-op check gives it what the preflight read."""
     host = runner = None
 
