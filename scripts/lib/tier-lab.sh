@@ -4,7 +4,7 @@
 #   intent's ToS on the wire -> reboot a VM (what the VMs report must not change; the ToS on the wire
 #   again) -> its RDMA devices reloaded (the ToS put back) -> verify (tests/lab/verify.yml) ->
 #   validate (passes with perftest, then catches a dead switch port, tests/lab/validate_faults.py)
-#   -> the rollout through the lab's real Slurm: a job drained around, a failed gate
+#   -> the rollout through the lab's real Slurm: a failed gate, a node drained by hand kept as it is
 #   (tests/lab/rollout.py) -> a switch port at 1500 -> monitor: a real Prometheus scraping vm1 and
 #   vm2 with the collection's rules: series, counters under ib_write_bw, the drift alert fired and
 #   cleared, a counter reset (tests/lab/monitor.py) -> down
@@ -16,7 +16,7 @@
 # ACTIVE; a VM whose path is dead is healed), and the tier checks it again after the converge.
 # Every step's wall time is printed; the lab is taken down whatever happens.
 # Not default tiers, each on a converged lab of its own: tier_lab_extended (the other validate
-# faults, the rollout's drain-timeout policies, subnet per rail, a third VM and tests/lab/mtu.yml)
+# faults, the rollout's other scenarios, subnet per rail, a third VM and tests/lab/mtu.yml)
 # and tier_soak (tests/lab/soak.py).
 # Sourced after scripts/lib/bootstrap.sh; run with `bootstrap; tier_lab` (or tier_lab_extended, tier_soak).
 # shellcheck source=scripts/lib/lab.sh
@@ -338,14 +338,14 @@ tier_lab() {
     _lab_step "rails: as planned after vm2's reboot" lab_rails check
     _lab_step "rxe reload on vm2: ToS put back" lab_rxe_reload_puts_tos_back vm2 vm1
     _lab_step "verify: tests/lab/verify.yml" lab_verify "$inv"
-    # the other faults (MTU, ToS, rdma_cm, switch PFC) and rollout scenarios (drain timeout: skip,
-    # fail) run in tier_lab_extended: CI's time (about 9 minutes of TCG)
+    # the other faults (MTU, ToS, rdma_cm, switch PFC) run in tier_lab_extended: CI's time
     _lab_step "validate: passes, dead port caught" lab_validate "$inv" --faults fabric
-    # the failed gate: drain, apply, the gate's finding, the host kept drained, the next wave not run.
-    # The other scenarios (a drain that waits for a job, the drain-timeout policies, the limit from
-    # the inventory, two runs at once, a node drained by hand) run in tier_lab_extended: CI's time;
-    # the real-Slurm integration tests of the unit tier cover each of them on every run
-    lab_rerun=0 _lab_step "rollout: Slurm drain, failed gate" python3 tests/lab/rollout.py -i "$inv" --scenarios gate
+    # the failed gate (drain, apply, the gate's finding, the host kept drained, the next wave not run)
+    # and a node drained by hand through a change that needs a reboot (its reason kept, never
+    # rebooted or resumed through Slurm). The other scenarios (a drain that waits for a job, the
+    # drain-timeout policies, the limit from the inventory, two runs at once) run in
+    # tier_lab_extended: CI's time; the unit tier's integration tests run each against a real Slurm
+    lab_rerun=0 _lab_step "rollout: failed gate, hand drain kept" python3 tests/lab/rollout.py -i "$inv" --scenarios gate,handdrain
     _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check
     # vm3 (netplan) and tests/lab/mtu.yml on three VMs run in tier_lab_extended (ifupdown and
     # networkd are proven here across a reboot; netplan by molecule's nic_mtu scenario with the
@@ -364,7 +364,7 @@ tier_lab() {
 # CI's time, on a converged lab of its own: validate's other four faults (vm2's MTU 1500, vm1's ToS,
 # rdma_cm unloaded, a switch whose PFC disagrees), the rollout's scenarios through the lab's Slurm
 # other than the failed gate (a drain that waits for a job, the drain-timeout policies skip and fail,
-# rdmaops_max_unavailable from the inventory, two runs at once, a node drained by hand), rail 2 moved to a subnet of its own (--tags nic), and a third VM (netplan,
+# rdmaops_max_unavailable from the inventory, two runs at once), rail 2 moved to a subnet of its own (--tags nic), and a third VM (netplan,
 # one rail) joining for tests/lab/mtu.yml on all three.
 tier_lab_extended() {
   (
@@ -373,7 +373,7 @@ tier_lab_extended() {
     _lab_step "converge: site.yml" ansible-playbook -i "$inv" playbooks/site.yml -e rdmaops_scheduler=none
     _lab_step "validate: 4 more faults caught" lab_validate "$inv" --faults mtu,tos,rdma_cm,switch --skip-healthy
     lab_rerun=0 _lab_step "rollout: wait for a job, drain timeout skip, fail" python3 tests/lab/rollout.py -i "$inv" --scenarios disruptive,skip,fail
-    lab_rerun=0 _lab_step "rollout: limit, two runs at once, a hand drain" python3 tests/lab/rollout.py -i "$inv" --scenarios limit,parallel,handdrain
+    lab_rerun=0 _lab_step "rollout: limit from the inventory, two runs at once" python3 tests/lab/rollout.py -i "$inv" --scenarios limit,parallel
     # vm3's fabric NIC is netplan's (vm1 ifupdown, vm2 networkd). vm3 has one rail: a VM whose two
     # rails share a subnet without the rails' rules answers from whichever NIC its main table lists
     # first, which vm1 and vm2 (arp_ignore=1 since the converge) rightly ignore on the other rail
