@@ -45,7 +45,12 @@ tier_unit() {
   # prometheus: promtool parses the monitor's metrics and runs its alert rule tests;
   # iputils-ping: validate's path check pings between network namespaces (a fresh machine has no ping)
   ensure_apt ifupdown libyang-tools netplan.io slurmctld slurmd slurm-client munge prometheus iputils-ping
-  (cd "$REPO_ROOT" && python -m pytest -q -p no:cacheprovider --durations=15)
+  # Two worker processes (pytest-xdist), a test file each at a time: most tests wait on a real part
+  # (ansible-playbook, Slurm's daemons, a namespace's pings), so two keep both cores busy; a file's
+  # tests stay together, in order, with their module-scoped fixtures (a Slurm cluster, a stand-in).
+  # RDMAOPS_UNIT_WORKERS=0 runs them in this process.
+  (cd "$REPO_ROOT" && python -m pytest -q -p no:cacheprovider --durations=15 \
+      -n "${RDMAOPS_UNIT_WORKERS:-2}" --dist loadfile)
 }
 
 # run_sanity BIN DEST: ansible-test sanity of a copy of the checkout under DEST, with the

@@ -17,8 +17,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import slurmlab  # noqa: E402  pylint: disable=wrong-import-position
 
 # not Slurm's default 6817, so a cluster of the machine's own is left alone; RDMAOPS_TEST_SLURM_PORT
-# moves it, so that two checkouts (or two people) can run the rollout's tests at once
-PORT_BASE = int(os.environ.get("RDMAOPS_TEST_SLURM_PORT", "16817"))
+# moves it, so that two checkouts (or two people) can run the rollout's tests at once; each pytest-xdist
+# worker (the unit tier runs two) has its own cluster 1000 ports further on (benchmarks/fleet.py: 16917)
+PORT_BASE = int(os.environ.get("RDMAOPS_TEST_SLURM_PORT", "16817")) + 1000 * int(
+    (os.environ.get("PYTEST_XDIST_WORKER") or "gw0").lstrip("gw") or 0)
 
 
 def available():
@@ -67,7 +69,11 @@ class SlurmCluster:
         if not os.path.exists("/etc/munge/munge.key"):
             subprocess.run(["mungekey", "--create"], check=True)
             shutil.chown("/etc/munge/munge.key", "munge", "munge")
-        subprocess.run(["runuser", "-u", "munge", "--", _sbin("munged")], check=True)
+        started = subprocess.run(["runuser", "-u", "munge", "--", _sbin("munged")], capture_output=True, text=True, check=False)
+        # another test process (an xdist worker) may have started it a moment before: what counts is
+        # that one answers
+        if started.returncode != 0 and subprocess.run(["munge", "-n"], capture_output=True, check=False).returncode != 0:
+            raise RuntimeError("munged did not start: %s" % started.stderr)
 
     def start(self, timeout=60):
         self.write_conf()
