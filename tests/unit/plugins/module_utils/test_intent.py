@@ -7,12 +7,12 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.rdmaops.roce.plugins.filter.roce_intent import roce_intent
 from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, resolve_intent
-# ToS = DSCP << 2 | ECN bits; the ECN bits (RFC 3168) a sender may set, and CE, which only a switch sets.
-ECN_MASK, NOT_ECT, ECT1, ECT0, CE = 0b11, 0b00, 0b01, 0b10, 0b11
-
 # What must never reach a user: Python's type names (ansible-core 2.19 passes its own subclasses,
 # e.g. _AnsibleLazyTemplateList) or a traceback.  "a list" / "a mapping" / "text" are the words to use.
 from hostiletext import python_words
+
+# ToS = DSCP << 2 | ECN bits; the ECN bits (RFC 3168) a sender may set, and CE, which only a switch sets.
+ECN_MASK, NOT_ECT, ECT1, ECT0, CE = 0b11, 0b00, 0b01, 0b10, 0b11
 
 
 def test_empty_intent_is_the_lossless_profile():
