@@ -9,24 +9,20 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: validate_probe
-short_description: Run the validate role's reads and measurements on a host in one call
+short_description: Run the validate role's reads and pings on a host in one call
 version_added: 1.2.0
 description:
-  - Internal to the role C(rdmaops.roce.validate), which runs each of its steps on a host as one call of this module
-    (the counters, the pings of every peer, every perftest client, the perftest servers) instead of one task per
-    command. Its options and results may change with the role.
-  - It first ends the jobs of O(stop), then with O(rdma_facts) reads the host's RDMA state as M(rdmaops.roce.rdma_facts)
-    does and runs O(port_reads) on its active RoCE ports, then runs O(commands) one after another, then starts the
-    jobs of O(start).
+  - Internal to the role C(rdmaops.roce.validate), which runs several of its steps on a host as one call of this
+    module (the RDMA state with the counters, the pings of every peer and rail, the ARP probes) instead of one task
+    per command. Its options and results may change with the role.
+  - With O(rdma_facts) it first reads the host's RDMA state as M(rdmaops.roce.rdma_facts) does and runs O(port_reads)
+    on its active RoCE ports, then it runs O(commands) one after another.
   - Each command runs as M(ansible.builtin.command) would run it (no shell unless the argv calls one); with
     O(commands[].retries) it runs again, after O(commands[].delay) seconds, until it exits 0, or exits 124 (it hung
     under C(timeout)) after at least O(commands[].attempts) runs, as a task's C(until)/C(retries) would.
-  - A job is a perftest server started detached (a session of its own, no output kept) through a loop that listens
-    again after a run that failed or hung, up to O(start[].attempts) runs; a run that timed out with no client
-    connected is not an attempt. Its process id is kept in O(job_dir) until O(stop) ends it.
-  - It changes nothing on the host (C(changed) is always false); it fails only on bad options, on a read of
-    O(commands) marked O(commands[].check) that did not exit 0 (after running every command), or when a job cannot
-    be started.
+  - It changes nothing on the host (C(changed) is always false); it fails only on bad options, when the RDMA state
+    cannot be read, or on a read marked O(commands[].check) or O(port_reads[].check) that did not exit 0 (after
+    running every command).
 author:
   - rdmaops developers (@rdmaops)
 options:
@@ -82,51 +78,6 @@ options:
         description: The module fails, after running every command, when this one did not exit 0.
         type: bool
         default: false
-  start:
-    description: Perftest servers to start detached, after the commands.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      name:
-        description: The job's name (1-100 of C(A-Z a-z 0-9 _ . -)), unique on the host while it runs.
-        type: str
-        required: true
-      argv:
-        description: The server's command line.
-        type: list
-        elements: str
-        required: true
-      attempts:
-        description: How many runs that failed or hung (with a client connected) the server gets.
-        type: int
-        default: 1
-  stop:
-    description: Jobs to end, before the commands.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      name:
-        description: The job's name as it was started.
-        type: str
-        required: true
-      wait:
-        description: Give the job up to O(grace) seconds to finish by itself (it served its client) before it is ended.
-        type: bool
-        default: true
-  grace:
-    description: Seconds the jobs of O(stop) with O(stop[].wait) get, together, to finish by themselves.
-    type: int
-    default: 30
-  deadline:
-    description: Seconds after which a started job ends by itself, stopped or not.
-    type: int
-    default: 600
-  job_dir:
-    description: Where the started jobs' process ids are kept (made with mode 0700; removed when empty).
-    type: path
-    default: /run/rdmaops-validate
 extends_documentation_fragment:
   - rdmaops.roce.attributes
 attributes:
@@ -168,15 +119,6 @@ ports:
 ansible_facts:
   description: With O(rdma_facts), C(rdma) as M(rdmaops.roce.rdma_facts) returns it.
   returned: with O(rdma_facts)
-  type: dict
-started:
-  description: The names of the jobs started.
-  returned: always
-  type: list
-  elements: str
-stopped:
-  description: Per job of O(stop), V(exited) (it had finished), V(stopped) (it was ended) or V(not started).
-  returned: always
   type: dict
 """
 
@@ -223,41 +165,20 @@ def main():
                 attempts=dict(type="int", default=1),
                 check=dict(type="bool", default=False),
             )),
-            start=dict(type="list", elements="dict", default=[], options=dict(
-                name=dict(type="str", required=True),
-                argv=dict(type="list", elements="str", required=True),
-                attempts=dict(type="int", default=1),
-            )),
-            stop=dict(type="list", elements="dict", default=[], options=dict(
-                name=dict(type="str", required=True),
-                wait=dict(type="bool", default=True),
-            )),
-            grace=dict(type="int", default=30),
-            deadline=dict(type="int", default=600),
-            job_dir=dict(type="path", default="/run/rdmaops-validate"),
         ),
         supports_check_mode=True,
     )
     params = module.params
     outcome = dict(changed=False)
     commands = list(params["commands"])
-    try:
-        probe.check_names(params["start"] + params["stop"])
-        stopped = probe.stop_jobs(params["stop"], params["job_dir"], params["grace"])
-        if params["rdma_facts"]:
-            outcome.update(read_facts(module))
-            netdevs = plan.port_netdevs(outcome["ports"])
-            commands = [dict(argv=["sh", "-c", read["script"], "sh"] + netdevs, check=read["check"])
-                        for read in params["port_reads"]] + commands
-        results = probe.run_commands(module.run_command, commands)
-        started = probe.start_jobs(params["start"], params["job_dir"], params["deadline"])
-    except probe.ProbeError as exc:
-        module.fail_json(msg=str(exc))
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="validate_probe: a perftest server job could not be started or ended in %s: %s"
-                         % (params["job_dir"], exc.strerror or exc))
+    if params["rdma_facts"]:
+        outcome.update(read_facts(module))
+        netdevs = plan.port_netdevs(outcome["ports"])
+        commands = [dict(argv=["sh", "-c", read["script"], "sh"] + netdevs, check=read["check"])
+                    for read in params["port_reads"]] + commands
+    results = probe.run_commands(module.run_command, commands)
     failed = probe.failed_checks(commands, results)
-    outcome.update(results=results, started=started, stopped=stopped)
+    outcome.update(results=results)
     if failed:
         module.fail_json(msg="a read failed: %s" % "; ".join(failed), **outcome)
     module.exit_json(**outcome)
