@@ -10,7 +10,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six.moves.collections_abc import Mapping
-from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, _is_list, _kind
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import kind
+from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, _is_list
 from ansible_collections.rdmaops.roce.plugins.module_utils._rails import IFNAME, check_plan_entry, plan_rails
 
 
@@ -20,7 +21,7 @@ def roce_rail_plan(roce_fabric, hosts, only=None):
     if roce_fabric is None:
         return {}
     if not isinstance(roce_fabric, Mapping):
-        raise AnsibleFilterError("roce_rail_plan expects roce_fabric, a mapping, not %s" % _kind(roce_fabric))
+        raise AnsibleFilterError("roce_rail_plan expects roce_fabric, a mapping, not %s" % kind(roce_fabric))
     try:
         return plan_rails(roce_fabric.get("rails"), hosts, only=only)
     except IntentError as exc:
@@ -55,7 +56,7 @@ def roce_rail_links(host_plan, rdma, host=None):
     if host_plan is None:
         return []
     if not _is_list(host_plan):
-        raise AnsibleFilterError("roce_rail_links expects one host's rail plan (a list, from roce_rail_plan), not %s" % _kind(host_plan))
+        raise AnsibleFilterError("roce_rail_links expects one host's rail plan (a list, from roce_rail_plan), not %s" % kind(host_plan))
     if not isinstance(rdma, Mapping) or not isinstance(rdma.get("netdevs"), Mapping):
         raise AnsibleFilterError("roce_rail_links expects ansible_facts.rdma (run rdmaops.roce.rdma_facts first)")
     netdevs = dict((name, info) for name, info in rdma["netdevs"].items() if isinstance(name, str))

@@ -17,6 +17,8 @@ import copy
 import re
 
 from ansible.module_utils.six.moves.collections_abc import Mapping
+
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import kind, shown
 # The two low ToS bits are the ECN field (RFC 3168): the intent's ToS is DSCP << 2 | ECN bits.
 from ansible_collections.rdmaops.roce.plugins.module_utils._qos.codepoints import (
     CE,
@@ -93,37 +95,10 @@ def _is_list(value):
     return isinstance(value, list)
 
 
-def _kind(value):
-    """What ``value`` is, in YAML's words (never a Python type name)."""
-    if value is None:
-        return "empty (null)"
-    if isinstance(value, bool):
-        return "true/false"
-    if _is_int(value):
-        return "a number"
-    if isinstance(value, float):
-        return "a decimal number"
-    if _is_text(value):
-        return "text"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if _is_list(value):
-        return "a list"
-    return "a value of another kind"
-
-
 def _scalar(value):
-    """A scalar as a message shows it (text quoted, so stray whitespace shows); None for anything else."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if _is_int(value):
-        return str(int(value))
-    if isinstance(value, float):
-        return repr(float(value))
-    if _is_text(value):
-        return repr(str(value))
+    """A scalar as a message shows it (text quoted whole, so stray whitespace shows); None for anything else."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return shown(value, None)
     return None
 
 
@@ -143,19 +118,19 @@ def _at(key, value):
 
 def _not_kind(value, wanted):
     """The wrong kind of value the user gave (``, not a list``), or "" when the kind is right."""
-    kind = _kind(value)
-    if kind == wanted:
+    given = kind(value)
+    if given == wanted:
         return ""
-    if _is_text(value) and wanted in ("a number", "true/false"):
+    if _is_text(value) and wanted in ("a number", "a boolean"):
         return ", not text (write it without quotes)"
-    return ", not %s" % kind
+    return ", not %s" % given
 
 
 def _key_name(key):
     """A key for a message: a plain name as is, anything else quoted or described."""
     if _is_text(key) and KEY_NAME.fullmatch(key):
         return key
-    return _scalar(key) or _kind(key)
+    return _scalar(key) or kind(key)
 
 
 def _check_keys(problems, where, mapping, known, example):
@@ -229,7 +204,7 @@ def resolve_intent(raw):
         shown = _show(raw)
         raise IntentError([
             "roce_fabric must be a mapping (a preset plus overrides, e.g. roce_fabric: {preset: lossless}), not %s%s"
-            % (_kind(raw), "" if shown is None else " (%s)" % shown)
+            % (kind(raw), "" if shown is None else " (%s)" % shown)
         ])
     problems = []
     _check_keys(problems, "roce_fabric", raw, USER_KEYS, "preset or host_mtu")
@@ -352,11 +327,11 @@ def resolve_intent(raw):
             )
     if not isinstance(intent["pfc_watchdog"], bool):
         problems.append(
-            "%s: must be true or false%s" % (_at("pfc_watchdog", intent["pfc_watchdog"]), _not_kind(intent["pfc_watchdog"], "true/false"))
+            "%s: must be true or false%s" % (_at("pfc_watchdog", intent["pfc_watchdog"]), _not_kind(intent["pfc_watchdog"], "a boolean"))
         )
     if not isinstance(intent["global_pause"], bool):
         problems.append(
-            "%s: must be true or false%s" % (_at("global_pause", intent["global_pause"]), _not_kind(intent["global_pause"], "true/false"))
+            "%s: must be true or false%s" % (_at("global_pause", intent["global_pause"]), _not_kind(intent["global_pause"], "a boolean"))
         )
     elif intent["global_pause"] and pfc_ok and intent["pfc_priorities"]:
         problems.append("roce_fabric.global_pause=true conflicts with PFC: a port runs either link-level pause or PFC, set it to false")

@@ -32,9 +32,10 @@ import re
 
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import kind, shown
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import NETDEV as IFNAME  # noqa: F401 (roce_rail_plan's)
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import NETDEV_RULE, RAIL_NAME
-from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, _is_int, _is_list, _is_text, _kind
+from ansible_collections.rdmaops.roce.plugins.module_utils._intent import IntentError, _is_int, _is_list, _is_text
 
 try:
     import netaddr
@@ -97,19 +98,9 @@ RESERVED_BLOCKS = (
 )
 
 
-def _shown(value):
-    """A user's value for a message: text quoted and cut short, a number as is, else its YAML kind."""
-    if _is_text(value):
-        text = repr(value[:SHOW_MAX])
-        return text + ("..." if len(value) > SHOW_MAX else "")
-    if _is_int(value):
-        return str(value)
-    return _kind(value)
-
-
 def _not(value, wanted):
-    kind = _kind(value)
-    return "" if kind == wanted else " (got %s)" % kind
+    given = kind(value)
+    return "" if given == wanted else " (got %s)" % given
 
 
 def _network(text):
@@ -211,20 +202,20 @@ class Rail:
 def _check_rail(problems, position, raw, names):
     where = "roce_fabric.rails[%d]" % position
     if not isinstance(raw, Mapping):
-        problems.append("%s must be a mapping (name, subnet or p2p_pool, gateway, netdev...), not %s" % (where, _kind(raw)))
+        problems.append("%s must be a mapping (name, subnet or p2p_pool, gateway, netdev...), not %s" % (where, kind(raw)))
         return None
-    bad_keys = sorted(_shown(key) for key in raw if not _is_text(key) or key not in RAIL_KEYS)
+    bad_keys = sorted(shown(key, SHOW_MAX) for key in raw if not _is_text(key) or key not in RAIL_KEYS)
     if bad_keys:
         problems.append("%s has unknown key(s) %s; known keys: %s" % (where, ", ".join(bad_keys), ", ".join(sorted(RAIL_KEYS))))
     name = raw.get("name")
     if not (_is_text(name) and RAIL_NAME.fullmatch(name)):
         problems.append(
             "%s.name=%s: give each rail a name of letters, digits, '_' and '-' (up to 32, e.g. rail0)%s"
-            % (where, _shown(name), "" if name is not None else " (it is missing)")
+            % (where, shown(name, SHOW_MAX), "" if name is not None else " (it is missing)")
         )
         name = None
     elif name in names:
-        problems.append("%s.name=%s: another rail has this name; rail names are unique" % (where, _shown(name)))
+        problems.append("%s.name=%s: another rail has this name; rail names are unique" % (where, shown(name, SHOW_MAX)))
         name = None
     else:
         names.add(name)
@@ -244,7 +235,7 @@ def _check_rail(problems, position, raw, names):
         key = given[0]
         network, why = _network(raw[key])
         if why:
-            problems.append("%s.%s=%s %s" % (where, key, _shown(raw[key]), why))
+            problems.append("%s.%s=%s %s" % (where, key, shown(raw[key], SHOW_MAX), why))
             ok = False
         elif key == "subnet" and network.prefixlen > (30 if network.version == 4 else 126):
             problems.append(
@@ -264,13 +255,13 @@ def _check_rail(problems, position, raw, names):
     elif p2p:
         problems.append(
             "%s.gateway=%s: a p2p_pool rail's gateway is the leaf's side of each link: write first (the leaf takes "
-            "the first address of each /%d, the default) or last" % (where, _shown(gateway_raw), 31 if not network or network.version == 4 else 127)
+            "the first address of each /%d, the default) or last" % (where, shown(gateway_raw, SHOW_MAX), 31 if not network or network.version == 4 else 127)
         )
         ok = False
     else:
         gateway, why = _address(gateway_raw)
         if why:
-            problems.append("%s.gateway=%s %s, or first or last" % (where, _shown(gateway_raw), why))
+            problems.append("%s.gateway=%s %s, or first or last" % (where, shown(gateway_raw, SHOW_MAX), why))
             ok = False
         elif network is not None and gateway not in network:
             problems.append("%s.gateway=%s is outside the rail's subnet %s" % (where, gateway, network))
@@ -298,7 +289,7 @@ def _check_rail(problems, position, raw, names):
             if not _is_list(value) or not value or not all(_is_text(item) and IFNAME.fullmatch(item) for item in value):
                 problems.append(
                     "%s.netdevs=%s must be a non-empty list of interface names (each %s)"
-                    % (where, _shown(value) if not _is_list(value) else "[...]", NETDEV_RULE)
+                    % (where, shown(value, SHOW_MAX) if not _is_list(value) else "[...]", NETDEV_RULE)
                 )
                 ok = False
             elif len(set(value)) != len(value):
@@ -311,7 +302,7 @@ def _check_rail(problems, position, raw, names):
                 rdma_device=(RDMA_DEVICE, "an RDMA device name such as mlx5_0"),
             )[key]
             if not (_is_text(value) and pattern.fullmatch(value)):
-                problems.append("%s.%s=%s must be %s" % (where, key, _shown(value), example))
+                problems.append("%s.%s=%s must be %s" % (where, key, shown(value, SHOW_MAX), example))
                 ok = False
         selector = {key: list(value) if key == "netdevs" and _is_list(value) else value}
 
@@ -320,14 +311,14 @@ def _check_rail(problems, position, raw, names):
         problems.append(
             "%s.table=%s must be a routing table number 1..%d other than 253, 254 and 255 (the kernel's default, "
             "main and local tables); without it the rail uses %d%s"
-            % (where, _shown(table), TABLE_MAX, TABLE_BASE + position, _not(table, "a number"))
+            % (where, shown(table, SHOW_MAX), TABLE_MAX, TABLE_BASE + position, _not(table, "a number"))
         )
         ok = False
     priority = raw.get("rule_priority", RULE_PRIORITY)
     if not (_is_int(priority) and 1 <= priority <= RULE_PRIORITY_MAX):
         problems.append(
             "%s.rule_priority=%s must be a number 1..%d (the rule's place before main's at 32766; %d by default)%s"
-            % (where, _shown(priority), RULE_PRIORITY_MAX, RULE_PRIORITY, _not(priority, "a number"))
+            % (where, shown(priority, SHOW_MAX), RULE_PRIORITY_MAX, RULE_PRIORITY, _not(priority, "a number"))
         )
         ok = False
     offset = raw.get("host_offset")
@@ -335,7 +326,7 @@ def _check_rail(problems, position, raw, names):
         problems.append("%s.host_offset: a p2p_pool rail gives host index N the N-th link; remove host_offset" % where)
         ok = False
     elif offset is not None and not (_is_int(offset) and offset >= 0):
-        problems.append("%s.host_offset=%s must be a number 0 or more%s" % (where, _shown(offset), _not(offset, "a number")))
+        problems.append("%s.host_offset=%s must be a number 0 or more%s" % (where, shown(offset, SHOW_MAX), _not(offset, "a number")))
         ok = False
     if offset is None:
         # hosts start after the gateway when it is the first address
@@ -378,7 +369,7 @@ def check_rails(raw):
             "(in the environment that runs ansible-playbook)"
         ])
     if not _is_list(raw):
-        raise IntentError(["roce_fabric.rails must be a list of rails (name, subnet or p2p_pool, gateway, netdev...), not %s" % _kind(raw)])
+        raise IntentError(["roce_fabric.rails must be a list of rails (name, subnet or p2p_pool, gateway, netdev...), not %s" % kind(raw)])
     problems = []
     names = set()
     rails = [_check_rail(problems, position, item, names) for position, item in enumerate(raw)]
@@ -401,11 +392,11 @@ def _host_vars(hostname, hostvars):
     addresses = hostvars.get(HOST_ADDRESSES_VAR) if isinstance(hostvars, Mapping) else None
     if index is not None and not (_is_int(index) and index >= 0):
         problems.append("host %s: %s=%s must be a number 0 or more (the host's place in each rail's pool)%s"
-                        % (hostname, HOST_INDEX_VAR, _shown(index), _not(index, "a number")))
+                        % (hostname, HOST_INDEX_VAR, shown(index, SHOW_MAX), _not(index, "a number")))
         index = None
     if addresses is not None and not isinstance(addresses, Mapping):
         problems.append("host %s: %s must be a mapping of rail name to address (e.g. {rail0: 10.0.0.5}), not %s"
-                        % (hostname, HOST_ADDRESSES_VAR, _kind(addresses)))
+                        % (hostname, HOST_ADDRESSES_VAR, kind(addresses)))
         addresses = None
     return index, addresses or {}, problems
 
@@ -444,9 +435,9 @@ def plan_rails(raw_rails, hosts, only=None):
     if not rails:
         return {}
     if not isinstance(hosts, Mapping):
-        raise IntentError(["the hosts given to the rail plan must be a mapping of host name to its variables (hostvars), not %s" % _kind(hosts)])
+        raise IntentError(["the hosts given to the rail plan must be a mapping of host name to its variables (hostvars), not %s" % kind(hosts)])
     if only is not None and not _is_list(only):
-        raise IntentError(["the host list given to the rail plan must be a list of host names, not %s" % _kind(only)])
+        raise IntentError(["the host list given to the rail plan must be a list of host names, not %s" % kind(only)])
     problems = []
     names = list(only) if only is not None else [name for name in hosts if _has_rail_vars(hosts[name])]
     by_name = dict((rail.name, rail) for rail in rails)
@@ -454,16 +445,16 @@ def plan_rails(raw_rails, hosts, only=None):
     plan = {}
     for hostname in names:
         if not _is_text(hostname):
-            problems.append("the host list holds %s, not a host name" % _kind(hostname))
+            problems.append("the host list holds %s, not a host name" % kind(hostname))
             continue
         if hostname not in hosts:
-            problems.append("host %s is not in the inventory" % _shown(hostname))
+            problems.append("host %s is not in the inventory" % shown(hostname, SHOW_MAX))
             continue
         index, addresses, host_problems = _host_vars(hostname, hosts[hostname])
         problems.extend(host_problems)
         if host_problems:
             continue
-        unknown = sorted(_shown(key) for key in addresses if not _is_text(key) or key not in by_name)
+        unknown = sorted(shown(key, SHOW_MAX) for key in addresses if not _is_text(key) or key not in by_name)
         if unknown:
             problems.append("host %s: %s names no rail: %s; rails: %s"
                             % (hostname, HOST_ADDRESSES_VAR, ", ".join(unknown), ", ".join(rail.name for rail in rails)))
@@ -494,26 +485,26 @@ def check_plan_entry(entry, where):
     way meets the rules of a computed one (a rail's name, an address of its network outside the
     reserved blocks, a gateway on it, a table and a rule priority in range)."""
     if not isinstance(entry, Mapping):
-        return ["%s must be a mapping (one rail of a host's plan, from roce_rail_plan), not %s" % (where, _kind(entry))]
+        return ["%s must be a mapping (one rail of a host's plan, from roce_rail_plan), not %s" % (where, kind(entry))]
     problems = []
     name = entry.get("rail")
     if not (_is_text(name) and RAIL_NAME.fullmatch(name)):
-        problems.append("%s.rail=%s must be a rail's name: letters, digits, '_' and '-' (up to 32, e.g. rail0)" % (where, _shown(name)))
+        problems.append("%s.rail=%s must be a rail's name: letters, digits, '_' and '-' (up to 32, e.g. rail0)" % (where, shown(name, SHOW_MAX)))
     network, why = _network(entry.get("network"))
     if why:
-        problems.append("%s.network=%s %s" % (where, _shown(entry.get("network")), why))
+        problems.append("%s.network=%s %s" % (where, shown(entry.get("network"), SHOW_MAX), why))
     prefix = entry.get("prefix")
     if network is not None and prefix != network.prefixlen:
         problems.append("%s.prefix=%s must be the prefix length of its network %s, %d%s"
-                        % (where, _shown(prefix), network, network.prefixlen, _not(prefix, "a number")))
+                        % (where, shown(prefix, SHOW_MAX), network, network.prefixlen, _not(prefix, "a number")))
     for key in ("address", "gateway"):
         address, why = _address(entry.get(key))
         if why:
-            problems.append("%s.%s=%s %s" % (where, key, _shown(entry.get(key)), why))
+            problems.append("%s.%s=%s %s" % (where, key, shown(entry.get(key), SHOW_MAX), why))
         elif network is not None and (address.version != network.version or address not in network):
             problems.append("%s.%s=%s is outside its network %s" % (where, key, address, network))
     if entry.get("address") == entry.get("gateway") and entry.get("address") is not None:
-        problems.append("%s: the address %s is also its gateway; give the host another address" % (where, _shown(entry.get("address"))))
+        problems.append("%s: the address %s is also its gateway; give the host another address" % (where, shown(entry.get("address"), SHOW_MAX)))
     chosen = [key for key in SELECTOR_KEYS if entry.get(key) is not None]
     patterns = dict(netdev=IFNAME, pci=PCI_ADDRESS, rdma_device=RDMA_DEVICE)
     if len(chosen) != 1:
@@ -523,14 +514,14 @@ def check_plan_entry(entry, where):
         if not (_is_list(value) and value and all(_is_text(item) and IFNAME.fullmatch(item) for item in value)):
             problems.append("%s.netdevs must be a non-empty list of interface names (each %s)" % (where, NETDEV_RULE))
     elif not (_is_text(entry[chosen[0]]) and patterns[chosen[0]].fullmatch(entry[chosen[0]])):
-        problems.append("%s.%s=%s is not %s" % (where, chosen[0], _shown(entry[chosen[0]]), dict(
+        problems.append("%s.%s=%s is not %s" % (where, chosen[0], shown(entry[chosen[0]], SHOW_MAX), dict(
             netdev="an interface name", pci="a PCI address such as 0000:17:00.0", rdma_device="an RDMA device name such as mlx5_0")[chosen[0]]))
     table, priority = entry.get("table"), entry.get("rule_priority")
     if not (_is_int(table) and 1 <= table <= TABLE_MAX and table not in RESERVED_TABLES):
         problems.append("%s.table=%s must be a routing table number 1..%d other than 253, 254 and 255%s"
-                        % (where, _shown(table), TABLE_MAX, _not(table, "a number")))
+                        % (where, shown(table, SHOW_MAX), TABLE_MAX, _not(table, "a number")))
     if not (_is_int(priority) and 1 <= priority <= RULE_PRIORITY_MAX):
-        problems.append("%s.rule_priority=%s must be a number 1..%d%s" % (where, _shown(priority), RULE_PRIORITY_MAX, _not(priority, "a number")))
+        problems.append("%s.rule_priority=%s must be a number 1..%d%s" % (where, shown(priority, SHOW_MAX), RULE_PRIORITY_MAX, _not(priority, "a number")))
     return problems
 
 
@@ -570,11 +561,11 @@ def _host_address(problems, hostname, rail, index, given):
         text, _slash, prefix = given.partition("/")
     address, why = _address(text)
     if why:
-        problems.append("%s: %s.%s=%s %s" % (where, HOST_ADDRESSES_VAR, rail.name, _shown(given), why))
+        problems.append("%s: %s.%s=%s %s" % (where, HOST_ADDRESSES_VAR, rail.name, shown(given, SHOW_MAX), why))
         return None
     if prefix is not None and prefix != str(rail.link_prefix):
         problems.append("%s: %s.%s=%s: the rail's prefix is /%d; write the address alone or with /%d"
-                        % (where, HOST_ADDRESSES_VAR, rail.name, _shown(given), rail.link_prefix, rail.link_prefix))
+                        % (where, HOST_ADDRESSES_VAR, rail.name, shown(given, SHOW_MAX), rail.link_prefix, rail.link_prefix))
         return None
     if address.version != rail.version or address not in rail.network:
         problems.append("%s: address %s is outside the rail's %s %s" % (where, address, rail.kind, rail.network))

@@ -58,10 +58,10 @@ def host_tasks(out):
         ({"host_mtu": 9216, "switch_mtu": 9000}, "host_mtu=9216 is above switch_mtu=9000"),
         ({"preset": "lossy_ecn", "pfc_priorities": [3]}, "the lossy_ecn preset uses no PFC"),
         # Wrong kinds of value, as ansible-core hands them to the filter (lazy lists, tagged ints).
-        ({"preset": ["lossless"]}, "roce_fabric.preset=['lossless']: choose one of lossless, lossy_ecn (e.g. preset: lossless), not a list"),
+        ({"preset": ["lossless"]}, "roce_fabric.preset=[\"lossless\"]: choose one of lossless, lossy_ecn (e.g. preset: lossless), not a list"),
         ({1: 2}, "roce_fabric has key(s) 1 that are not names: write each key as a name such as preset or host_mtu"),
         ({"roce_dscp": {"value": 26}}, "roce_fabric.roce_dscp: must be an integer 0..63"),
-        ({"host_mtu": True}, "roce_fabric.host_mtu=true: must be an integer 1280..9216 (9000 for jumbo RoCE), not true/false"),
+        ({"host_mtu": True}, "roce_fabric.host_mtu=true: must be an integer 1280..9216 (9000 for jumbo RoCE), not a boolean"),
         ({"preset": "lossless\n"}, "choose one of lossless, lossy_ecn (e.g. preset: lossless); remove the whitespace around it"),
         ({"roce_tos": 107}, "roce_fabric.roce_tos=107 sets the ECN bits (the two low bits) to CE"),
     ],

@@ -16,8 +16,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError, kind, whole
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, quoted
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import ReadError, whole
 
 KIB = 1024
 # Byte units as EOS and NX-OS spell them.  A kbyte is 1024 bytes, as NVIDIA's own tools count
@@ -61,7 +61,7 @@ def config_tree(text, comments=("!",)):
         if not stripped or stripped == "end" or stripped.startswith(tuple(comments)):
             continue
         if not roots and _STRUCTURED.match(stripped):
-            raise ReadError("line %d %s" % (number, kind(stripped)[len("text "):]),
+            raise ReadError("line %d %s" % (number, "(%s)" % quoted(stripped)),
                             "is structured data (YAML or JSON), not running-config text: give the switch's "
                             "show running-config output as text")
         indent = len(raw) - len(raw.lstrip())
@@ -83,7 +83,7 @@ def matches(nodes, pattern):
 
 def at(node):
     """Where ``node`` is, for a message: its line number and (the start of) the line itself."""
-    return "line %d %s" % (node.number, kind(node.line)[len("text "):])
+    return "line %d %s" % (node.number, "(%s)" % quoted(node.line))
 
 
 def number_list(text, low=0, high=None, what="value", where=""):

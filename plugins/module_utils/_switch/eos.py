@@ -33,7 +33,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._switch.cli_text impo
     to_bytes,
 )
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError, whole
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import ReadError, whole
 
 NAME = "Arista EOS"
 VERSIONS = ("4.32", "4.33", "4.34")

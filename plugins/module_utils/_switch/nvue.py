@@ -36,16 +36,15 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, describe
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import (
-    Each,
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import (
     Int,
-    Map,
+    MapOf,
     ReadError,
+    Record,
     Text,
     check,
-    kind,
     load_json,
 )
 
@@ -80,25 +79,25 @@ SOURCE = "the switch's applied configuration (NVUE GET /nvue_v1/?rev=applied)"
 # The parts of an NVUE configuration tree the parser reads, and their shapes (NVUE's object model:
 # priorities and traffic classes 0-7 as keys, DSCPs 0-63, numbers as JSON numbers).
 _PRIORITY = dict(key=r"[0-9]", key_what="a priority or traffic class (0 to 7)", low=0, high=7)
-CONFIG_SHAPE = Map({
-    "qos": Map({
-        "roce": Map({"mode": Text(), "enable": Text(), "state": Text()}),
-        "mapping": Map({PROFILE: Map({
+CONFIG_SHAPE = Record({
+    "qos": Record({
+        "roce": Record({"mode": Text(), "enable": Text(), "state": Text()}),
+        "mapping": Record({PROFILE: Record({
             "trust": Text(),
-            "dscp": Each(Map({"switch-priority": Int(0, 7)}), key=r"[0-9]{1,2}", key_what="a DSCP (0 to 63)",
-                         low=0, high=63),
+            "dscp": MapOf(Record({"switch-priority": Int(0, 7)}), key=r"[0-9]{1,2}", key_what="a DSCP (0 to 63)",
+                          low=0, high=63),
         })}),
-        "egress-queue-mapping": Map({PROFILE: Map({
-            "switch-priority": Each(Map({"traffic-class": Int(0, 7)}), **_PRIORITY)})}),
-        "egress-scheduler": Map({PROFILE: Map({
-            "traffic-class": Each(Map({"mode": Text(), "bw-percent": Int(0, 100)}), **_PRIORITY)})}),
-        "pfc": Map({PROFILE: Map({"switch-priority": Each(Map({}), **_PRIORITY)})}),
-        "congestion-control": Map({PROFILE: Map({"traffic-class": Each(Map({
+        "egress-queue-mapping": Record({PROFILE: Record({
+            "switch-priority": MapOf(Record({"traffic-class": Int(0, 7)}), **_PRIORITY)})}),
+        "egress-scheduler": Record({PROFILE: Record({
+            "traffic-class": MapOf(Record({"mode": Text(), "bw-percent": Int(0, 100)}), **_PRIORITY)})}),
+        "pfc": Record({PROFILE: Record({"switch-priority": MapOf(Record({}), **_PRIORITY)})}),
+        "congestion-control": Record({PROFILE: Record({"traffic-class": MapOf(Record({
             "ecn": Text(), "min-threshold": Int(0, 1 << 32), "max-threshold": Int(0, 1 << 32),
             "probability": Int(0, 100)}), **_PRIORITY)})}),
     }),
-    "interface": Each(Map({"link": Map({"mtu": Int(1, 65535)}),
-                           "qos": Map({"pfc-watchdog": Map({"state": Text()})})})),
+    "interface": MapOf(Record({"link": Record({"mtu": Int(1, 65535)}),
+                              "qos": Record({"pfc-watchdog": Record({"state": Text()})})})),
 })
 
 
@@ -291,7 +290,7 @@ def parse(text, version):
                 merged = apply_patch(merged, item["set"])
         data = merged
     if not isinstance(data, dict):
-        raise ReadError("", "is %s where an NVUE configuration tree (a JSON object) belongs" % kind(data))
+        raise ReadError("", "is %s where an NVUE configuration tree (a JSON object) belongs" % describe(data))
     if "set" in data and isinstance(data["set"], dict) and len(data) == 1:
         data = data["set"]
     return parse_raw(data, version)
@@ -465,7 +464,7 @@ class NvueSwitch:
         if config is None:
             config = {}
         if not isinstance(config, dict):
-            raise ReadError("", "is %s where a configuration tree (a JSON object) belongs" % kind(config))
+            raise ReadError("", "is %s where a configuration tree (a JSON object) belongs" % describe(config))
         raw = dict((key, config[key]) for key in ("qos", "interface") if key in config)
         self.last_read = raw
         return raw

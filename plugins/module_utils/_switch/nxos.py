@@ -35,7 +35,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._switch.cli_text impo
     to_bytes,
 )
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import whole
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import whole
 
 NAME = "Cisco NX-OS"
 VERSIONS = ("10.3", "10.4", "10.5")

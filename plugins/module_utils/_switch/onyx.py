@@ -43,7 +43,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._switch.cli_text impo
     number_list,
 )
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import whole
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import whole
 
 NAME = "NVIDIA Onyx"
 VERSIONS = ("3.9", "3.10")

@@ -51,7 +51,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import 
     filter_read_back,
     refuse_in_commands,
 )
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import ReadError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.profile import (
     MTU_POLICIES,
     resolve_config,

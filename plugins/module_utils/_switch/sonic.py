@@ -55,16 +55,15 @@ import re
 import tempfile
 import time
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError, describe
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.names import PortNames, show
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import (
-    Each,
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import (
     Int,
-    Map,
+    MapOf,
     ReadError,
+    Record,
     Text,
     check,
-    kind,
     load_json,
     no_nulls,
     whole,
@@ -111,7 +110,7 @@ SOURCE = "the switch's CONFIG_DB (sonic-cfggen -d --print-data)"
 
 
 def _row(**fields):
-    return Map(dict(fields))
+    return Record(dict(fields))
 
 
 _TEXT = Text()
@@ -119,26 +118,26 @@ _NUMBER = Int(0, 1 << 32, as_text=True)
 _PRIORITIES = Text(r"([0-7](,[0-7])*)?", "a list of priorities (0 to 7, comma-separated, e.g. 3,4)")
 # The tables the driver reads or plans with, every row a mapping of text as CONFIG_DB holds it.  CONFIG_DB
 # never holds null (Redis keeps text): a null table, row or field is malformed, and read as such.
-CONFIG_SHAPE = no_nulls(Map({
-    "PORT_QOS_MAP": Each(Map(dict(
+CONFIG_SHAPE = no_nulls(Record({
+    "PORT_QOS_MAP": MapOf(Record(dict(
         [(field, _TEXT) for field in ("dscp_to_tc_map", "dot1p_to_tc_map", "tc_to_queue_map", "tc_to_pg_map",
                                       "pfc_to_queue_map")]
         + [("pfc_enable", _PRIORITIES), ("pfcwd_sw_enable", _PRIORITIES)]))),
-    "QUEUE": Each(_row(scheduler=_TEXT, wred_profile=_TEXT)),
-    "WRED_PROFILE": Each(Map(dict([("ecn", _TEXT)] + [(field % colour, _NUMBER) for colour in ("green", "yellow", "red")
-                                                      for field in ("%s_min_threshold", "%s_max_threshold",
-                                                                    "%s_drop_probability")]))),
-    "SCHEDULER": Each(_row(type=_TEXT, weight=Int(0, 100, as_text=True))),
-    "DSCP_TO_TC_MAP": Each(Each(Int(0, 7, as_text=True), key=r"[0-9]{1,2}", key_what="a DSCP (0 to 63)", low=0, high=63)),
-    "TC_TO_QUEUE_MAP": Each(Each(_TEXT)),
-    "TC_TO_PRIORITY_GROUP_MAP": Each(Each(_TEXT)),
-    "MAP_PFC_PRIORITY_TO_QUEUE": Each(Each(_TEXT)),
-    "PFC_WD": Each(Map({})),
-    "PORT": Each(_row(mtu=Int(1, 65535, as_text=True))),
-    "BUFFER_PG": Each(_row(profile=_TEXT)),
-    "BUFFER_QUEUE": Each(_row(profile=_TEXT)),
-    "BUFFER_PROFILE": Each(Map({})),
-    "DEVICE_METADATA": Each(_row(buffer_model=_TEXT)),
+    "QUEUE": MapOf(_row(scheduler=_TEXT, wred_profile=_TEXT)),
+    "WRED_PROFILE": MapOf(Record(dict([("ecn", _TEXT)] + [(field % colour, _NUMBER) for colour in ("green", "yellow", "red")
+                                                          for field in ("%s_min_threshold", "%s_max_threshold",
+                                                                        "%s_drop_probability")]))),
+    "SCHEDULER": MapOf(_row(type=_TEXT, weight=Int(0, 100, as_text=True))),
+    "DSCP_TO_TC_MAP": MapOf(MapOf(Int(0, 7, as_text=True), key=r"[0-9]{1,2}", key_what="a DSCP (0 to 63)", low=0, high=63)),
+    "TC_TO_QUEUE_MAP": MapOf(MapOf(_TEXT)),
+    "TC_TO_PRIORITY_GROUP_MAP": MapOf(MapOf(_TEXT)),
+    "MAP_PFC_PRIORITY_TO_QUEUE": MapOf(MapOf(_TEXT)),
+    "PFC_WD": MapOf(Record({})),
+    "PORT": MapOf(_row(mtu=Int(1, 65535, as_text=True))),
+    "BUFFER_PG": MapOf(_row(profile=_TEXT)),
+    "BUFFER_QUEUE": MapOf(_row(profile=_TEXT)),
+    "BUFFER_PROFILE": MapOf(Record({})),
+    "DEVICE_METADATA": MapOf(_row(buffer_model=_TEXT)),
 }))
 PORT_TABLES = ("PORT_QOS_MAP", "QUEUE", "PFC_WD", "BUFFER_PG", "BUFFER_QUEUE", "PORT")
 # The port tables keyed "<port>|<index>"; the others are keyed by the port name whole.
@@ -305,7 +304,7 @@ def _one_or_all(values):
 def parse_raw(raw):
     """The profile a CONFIG_DB (``{TABLE: {key: {field: value}}}``) carries, numbers as ints."""
     if not isinstance(raw, dict):
-        raise ReadError("", "is %s where CONFIG_DB's tables (a JSON object) belong" % kind(raw))
+        raise ReadError("", "is %s where CONFIG_DB's tables (a JSON object) belong" % describe(raw))
     check(CONFIG_SHAPE, raw)
     config = raw
     port_qos = config.get("PORT_QOS_MAP") or {}
@@ -677,7 +676,7 @@ class SonicSwitch:
         result = self.runner.run(["sonic-cfggen", "-d", "--print-data"])
         data = load_json(result.stdout or "", "CONFIG_DB's tables")
         if not isinstance(data, dict):
-            raise ReadError("", "is %s where CONFIG_DB's tables (a JSON object) belong" % kind(data))
+            raise ReadError("", "is %s where CONFIG_DB's tables (a JSON object) belong" % describe(data))
         self.last_read = data
         return data
 

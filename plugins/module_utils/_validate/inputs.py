@@ -26,90 +26,26 @@ import re
 
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import describe, shown
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import (
+    INT_RANGE,
+    Anything,
+    Bool,
+    Either,
+    Int,
+    ListOf,
+    MapOf,
+    Name,
+    Record,
+    Text,
+    Tuple,
+)
+
 # Ansible's documented boolean words (ansible.module_utils.parsing.convert_bool), matched whole.
 BOOLEAN_TRUE = frozenset(("yes", "on", "true", "y", "t", "1"))
 BOOLEAN_FALSE = frozenset(("no", "off", "false", "n", "f", "0"))
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_:.@/-]{0,63}")
-INT_RANGE = (-(1 << 63), (1 << 63) - 1)
-
-
-class Text(object):
-    """Text; with ``choices``, one of them."""
-
-    def __init__(self, choices=None):
-        self.choices = choices
-        self.wanted = "one of %s" % ", ".join(choices) if choices else "text"
-
-
-class Int(object):
-    """A whole number (or its decimal digits as text) in ``[low, high]``; ``unit`` and ``example``
-    for the words of a finding (``a whole number of bytes from 0 to 65536, such as 9216``)."""
-
-    def __init__(self, low=INT_RANGE[0], high=INT_RANGE[1], unit=None, example=None):
-        self.low, self.high = low, high
-        wanted = "a whole number" + (" of %s" % unit if unit else "")
-        if (low, high) != INT_RANGE:
-            wanted += " from %d to %d" % (low, high)
-        self.wanted = wanted + (", such as %s" % example if example is not None else "")
-
-
-class Bool(object):
-    wanted = "true or false"
-
-
-class Name(object):
-    """A name that YAML may have read as a number (a port ``1``): text either way."""
-    wanted = "a name"
-
-
-class Record(object):
-    """A mapping of known keys; other keys are not read."""
-
-    def __init__(self, **fields):
-        self.fields = fields
-        self.wanted = "a mapping"
-
-
-class MapOf(object):
-    """A mapping of names to values of one shape."""
-
-    def __init__(self, item):
-        self.item = item
-        self.wanted = "a mapping"
-
-
-class ListOf(object):
-    """A list of one shape. ``whole``: one unreadable item makes the list unreadable (a list of
-    priorities compared as a whole); otherwise unreadable items are left out (records each checked
-    on its own). ``length``: the exact number of items."""
-
-    def __init__(self, item, whole=True, length=None):
-        self.item, self.whole, self.length = item, whole, length
-        self.wanted = "a list" if length is None else "a list of %d" % length
-
-
-class Tuple(object):
-    """A list of exactly one item per shape, each item of its own shape (a loop's ``item``, such as
-    ``[[host, peer], link]``); one item that is null or cannot be read makes it unreadable."""
-
-    def __init__(self, *shapes):
-        self.shapes = shapes
-        self.length = len(shapes)
-        self.wanted = "a list of %d" % len(shapes)
-
-
-class Anything(object):
-    """Any value (only its presence is used)."""
-    wanted = "anything"
-
-
-class Either(object):
-    """The first of ``shapes`` that reads the value without a problem."""
-
-    def __init__(self, *shapes):
-        self.shapes = shapes
-        self.wanted = " or ".join(shape.wanted for shape in shapes)
 
 
 TEXT = Text()
@@ -137,7 +73,7 @@ NIC_PORT = Record(
 )
 PING = Record(peer=TEXT, address=TEXT, size=INT, rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT,
               source=TEXT, netdev=TEXT, peer_netdev=TEXT, peer_evidence=TEXT, nonce=TEXT)
-RDMA_RUN = Record(test=Text(("ib_write_bw", "ib_write_lat")), peer=TEXT, device=TEXT, peer_device=TEXT, gid_index=INT, tos=INT,
+RDMA_RUN = Record(test=Text(choices=("ib_write_bw", "ib_write_lat")), peer=TEXT, device=TEXT, peer_device=TEXT, gid_index=INT, tos=INT,
                   rc=INT, stdout=TEXT, stderr=TEXT, skipped=BOOL, why=TEXT, requested=BOOL, attempts=INT)
 NCCL_RUN = Record(rc=INT, stdout=TEXT, skipped=BOOL, why=TEXT)
 # multi-rail hosts (_validate/rails.py): the plan's links (rdmaops.roce.roce_rail_links), nic_layer's
@@ -186,26 +122,6 @@ SOURCES = {
 }
 
 
-def describe(value):
-    """``value`` for a message, in YAML's words (never a Python type name), shortened."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return "the number %d" % value if value.bit_length() <= 64 else "a number of %d bits" % value.bit_length()
-    if isinstance(value, float):
-        return "the decimal number %r" % value
-    if isinstance(value, str):
-        shown = json.dumps(value[:40])
-        return "text %s%s" % (shown, "..." if len(value) > 40 else "")
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    return "a value of another kind"
-
-
 def key_name(key):
     """A key for a path: a plain name as is, anything else quoted."""
     if isinstance(key, str) and _PLAIN_KEY.fullmatch(key):
@@ -226,7 +142,7 @@ def name_of(key):
     if isinstance(key, str) and key:
         return str(key)
     if isinstance(key, int) and not isinstance(key, bool):
-        return describe(key)[len("the number "):] if key.bit_length() <= 64 else describe(key)
+        return shown(key)
     return describe(key)
 
 

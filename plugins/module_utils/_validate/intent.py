@@ -24,7 +24,7 @@ def check_intent(intent):
     and resolved again from its user keys: the checks compare against values of known types only."""
     if not isinstance(intent, Mapping):
         # the input reader's words for a value, loaded for this message only
-        from ansible_collections.rdmaops.roce.plugins.module_utils._validate.inputs import describe
+        from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import describe
         raise InputError("intent must be the resolved fabric intent (roce_fabric | rdmaops.roce.roce_intent), not %s"
                          % describe(intent), option="intent")
     missing = [key for key in INTENT_KEYS if key not in intent]

@@ -112,16 +112,16 @@ def test_links_read_a_hand_written_plan_as_strictly_as_a_computed_one():
     assert roce_rail_links([good], RDMA)[0]["address"] == "10.10.0.1"
     cases = [
         ("rail0", "the rail plan's entry 0 must be a mapping (one rail of a host's plan, from roce_rail_plan), not text"),
-        (dict(good, address="127.0.0.1", network="127.0.0.0/31", gateway="127.0.0.0"), "network='127.0.0.0/31' holds the loopback block"),
+        (dict(good, address="127.0.0.1", network="127.0.0.0/31", gateway="127.0.0.0"), "network=\"127.0.0.0/31\" holds the loopback block"),
         (dict(good, address="::ffff:10.10.0.1", network="::ffff:10.10.0.0/127", gateway="::ffff:10.10.0.0"),
          "holds the IPv4-mapped block"),
         (dict(good, address="0.0.0.1", network="0.0.0.0/0", prefix=0, gateway="0.0.0.2"), "a /0 rail adds a connected route"),
         (dict(good, address="10.99.0.1"), "address=10.99.0.1 is outside its network 10.10.0.0/31"),
-        (dict(good, rail="r0\n200 evil"), "rail='r0\\n200 evil' must be a rail's name"),
+        (dict(good, rail="r0\n200 evil"), "rail=\"r0\\n200 evil\" must be a rail's name"),
         (dict(good, netdev=["ens1f0np0"]), "netdev=a list is not an interface name"),
-        (dict(good, netdev="r0\nreboot"), "netdev='r0\\nreboot' is not an interface name"),
-        (dict(good, netdev="r0;reboot"), "netdev='r0;reboot' is not an interface name"),
-        (dict(good, table="100; ip rule flush"), "table='100; ip rule flush' must be a routing table number"),
+        (dict(good, netdev="r0\nreboot"), "netdev=\"r0\\nreboot\" is not an interface name"),
+        (dict(good, netdev="r0;reboot"), "netdev=\"r0;reboot\" is not an interface name"),
+        (dict(good, table="100; ip rule flush"), "table=\"100; ip rule flush\" must be a routing table number"),
         (dict(good, prefix=24), "prefix=24 must be the prefix length of its network 10.10.0.0/31, 31"),
     ]
     for entry, expected in cases:

@@ -36,7 +36,7 @@ WRONG_SHAPE = {
     "nxos": ("class-map type qos match-all C\n  match dscp 0-99999999999",
              'running_config: line 2 ("match dscp 0-99999999999"): dscp 99999999999 is outside 0 to 63'),
     "onyx": ("interface ethernet 1/1-1/999999 qos trust L3",
-             'running_config: line 1 ("interface ethernet 1/1-1/999999 qos trus..."): last port of the range 999999 '
+             'running_config: line 1 ("interface ethernet 1/1-1/999999 qos trus"...): last port of the range 999999 '
              "is outside 1 to 128"),
 }
 

@@ -8,7 +8,7 @@ import pytest
 
 import nvuesite
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import ReadError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch import nvue
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.profile import resolve_config, resolve_mtu
 

@@ -182,7 +182,7 @@ NVUE_BAD = [
     ('{"qos": {"mapping": {"default-global": {"dscp": {"x": {}}}}}}', 'has the key text ("x"), not a DSCP'),
     ('{"qos": {"mapping": {"default-global": {"dscp": {"99": {}}}}}}', "has the key 99, outside 0 to 63"),
     ('{"qos": {"mapping": {"default-global": {"trust": ["l3"]}}}}', "trust is a list where text belongs"),
-    ('{"interface": {"swp1": {"link": {"mtu": 1e400}}}}', "interface.swp1.link.mtu is a number with a fraction (inf)"),
+    ('{"interface": {"swp1": {"link": {"mtu": 1e400}}}}', "interface.swp1.link.mtu is a decimal number (inf)"),
     ('{"interface": {"swp1": {"link": {"mtu": 99999999999999999999}}}}', "outside 1 to 65535"),
     ('{"interface": {"swp1": {"link": {"mtu": %s}}}}' % ("9" * 5000), "a number too long to be read"),
     ('{"interface": {"swp1": {"link": {"mtu": true}}}}', "is a boolean (true) where a whole number"),

@@ -15,7 +15,7 @@ import pytest
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch import sonic
 from ansible_collections.rdmaops.roce.plugins.module_utils._switch.profile import resolve_config, resolve_mtu
-from ansible_collections.rdmaops.roce.plugins.module_utils._switch.shape import ReadError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.shape import ReadError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))

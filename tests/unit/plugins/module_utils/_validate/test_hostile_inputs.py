@@ -73,7 +73,7 @@ def test_facts_of_the_wrong_shape_are_named_never_raised(base):
     assert (modules["check"], modules["passed"], modules["expected"], modules["actual"]) == ("input", None, "a mapping", "a list")
     assert "hosts.vm2.rdma.modules" in modules["hint"] and "rdma_facts" in modules["hint"]
     mtu = by(result, "vm2", "rdma.netdevs.ens4.mtu")[0]
-    assert mtu["passed"] is None and 'text "9000 bytes"' in mtu["hint"] and "list" not in mtu["hint"]
+    assert mtu["passed"] is None and 'text ("9000 bytes")' in mtu["hint"] and "list" not in mtu["hint"]
     # what depends on them is not checked, never passed or failed
     assert [f["passed"] for f in by(result, "vm2", "mtu")] == [None]
     assert [f["passed"] for f in by(result, "vm2", "rdma_cm")] == [None]
@@ -96,7 +96,7 @@ def test_numbers_and_booleans_only_as_what_they_are_or_their_documented_text(bas
     watchdog = by(result, "leaf1", "pfc_watchdog")[0]
     assert (watchdog["actual"], watchdog["passed"]) == (False, False) and "watchdog" in watchdog["hint"]
     assert by(result, "leaf1", "switch_mtu")[0]["passed"] is True
-    for mtu, word in (("9216 bytes", 'text "9216 bytes"'), (True, "true"), (9216.0, "decimal"), (1 << 80, "bits")):
+    for mtu, word in (("9216 bytes", 'text ("9216 bytes")'), (True, "true"), (9216.0, "decimal"), (1 << 80, "bits")):
         switch["fabric"].update(switch_mtu=mtu, pfc_watchdog={"enabled": "on"})
         result = check(hosts, dict(leaf1=switch))
         well_formed(result)
@@ -242,7 +242,7 @@ def test_two_keys_naming_one_host_are_an_input_finding_naming_both(base):
         well_formed(result)
         found = [f for f in result["findings"] if f["check"] == "input"]
         assert [(f["host"], f["field"], f["passed"]) for f in found] == [("1", "(all of it)", None)]
-        assert 'text "1"' in found[0]["hint"] and "the number 1" in found[0]["hint"] and found[0]["hint"].startswith("hosts has")
+        assert 'text ("1")' in found[0]["hint"] and "a number (1)" in found[0]["hint"] and found[0]["hint"].startswith("hosts has")
         assert result["passed"] is False
     switches = {"1": SWITCH, 1: {}}
     result = check(base["hosts"], switches)
@@ -317,13 +317,13 @@ def test_a_switch_interface_names_its_own_key_that_is_wrong(base):
     assert set(hints) == {"interfaces[0].mtu", "interfaces[1].pfc_priorities[1]", "interfaces[3]", "interfaces[4].name",
                           "fabric.pfc_watchdog.enabled"}, hints
     assert hints["interfaces[0].mtu"].startswith(
-        'switches.sw1.interfaces[0].mtu is text "9216 bytes"; expected a whole number of bytes from 0 to 65536, such as 9216: '
+        'switches.sw1.interfaces[0].mtu is text ("9216 bytes"); expected a whole number of bytes from 0 to 65536, such as 9216: '
         "fabric_check cannot read it"), hints
     assert hints["interfaces[1].pfc_priorities[1]"].startswith(
-        'switches.sw1.interfaces[1].pfc_priorities[1] is text "x"; expected a whole number from 0 to 7, such as 3')
+        'switches.sw1.interfaces[1].pfc_priorities[1] is text ("x"); expected a whole number from 0 to 7, such as 3')
     assert hints["interfaces[3]"].startswith("switches.sw1.interfaces[3] is a list; expected text or a mapping")
-    assert hints["interfaces[4].name"].startswith("switches.sw1.interfaces[4].name is the number 7; expected text")
-    assert hints["fabric.pfc_watchdog.enabled"].startswith('switches.sw1.fabric.pfc_watchdog.enabled is text "maybe"; '
+    assert hints["interfaces[4].name"].startswith("switches.sw1.interfaces[4].name is a number (7); expected text")
+    assert hints["fabric.pfc_watchdog.enabled"].startswith('switches.sw1.fabric.pfc_watchdog.enabled is text ("maybe"); '
                                                            "expected true or false")
     for hint in hints.values():  # never the self-contradiction "is a mapping, not text or a mapping"
         kind = hint.split(" is ", 1)[1].split(";", 1)[0]
