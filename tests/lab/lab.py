@@ -846,8 +846,13 @@ class Lab:
         return words[0], words[1] == "rxe0"
 
     def ssh_output(self, vm, command, timeout=30):
-        proc = subprocess.run(self.ssh_argv(vm["ssh_port"]) + [command], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
+        try:
+            proc = subprocess.run(self.ssh_argv(vm["ssh_port"]) + [command], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            # a VM starved of CPU (TCG on a loaded host) answers late: a lab error naming it, not a traceback
+            raise LabError("%s: no answer over SSH within %d s (is the host overloaded? `lab.py status` shows the VM)"
+                           % (vm["name"], timeout)) from None
         return proc.stdout.strip()
 
     # keys --------------------------------------------------------------------

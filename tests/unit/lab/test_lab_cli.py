@@ -595,3 +595,12 @@ def test_stale_images_spare_the_new_one_and_those_in_use(tmp_path):
     # not the new image, not one a VM boots from, not a build directory or another file
     assert lab.stale_images(str(images), d, cmdlines) == [str(images / a), str(images / c)]
     assert lab.stale_images(str(tmp_path / "missing"), d, cmdlines) == []
+
+
+def test_a_vm_that_answers_too_late_is_a_lab_error_naming_it(tmp_path, monkeypatch):
+    # a starved TCG VM: `lab.py up` used to end in subprocess.TimeoutExpired's traceback
+    the_lab = lab.Lab(str(tmp_path / "state"), str(tmp_path / "cache"))
+    monkeypatch.setattr(lab.Lab, "ssh_argv", lambda self, port: ["sh", "-c", "sleep 5", "sh"])
+    with pytest.raises(lab.LabError) as info:
+        the_lab.ssh_output({"name": "vm1", "ssh_port": 2221}, "true", timeout=1)
+    assert str(info.value).startswith("vm1: no answer over SSH within 1 s"), str(info.value)
