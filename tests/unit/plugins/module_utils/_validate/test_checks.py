@@ -3,6 +3,7 @@ trees) and the CX-7 tree whose QoS state nic_layer reads in check mode, healthy 
 
 import copy
 import os
+import sys
 
 import pytest
 import yaml
@@ -203,10 +204,13 @@ def test_drift_names_the_host_off_the_majority(tmp_path, lab):
 
 # the CX-7 tree: QoS state read by nic_layer in check mode ------------------------------------
 class Cx7:
-    """The recorded CX-7 host with a dcb stand-in (tests/unit/.../_qos/test_nic_layer.Host)."""
+    """The recorded CX-7 host with a dcb stand-in (tests/unit/plugins/module_utils/test_nic_layer.Host)."""
 
     def __init__(self, tmp_path, apply=True):
-        from test_nic_layer import Host  # the QoS engines' own test host, tree plus dcb stand-in
+        # the QoS engines' own test host, tree plus dcb stand-in (tests/unit/plugins/module_utils/
+        # test_nic_layer.py), importable whether or not pytest collected its directory first
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from test_nic_layer import Host
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.host = Host(tmp_path)
         self.facts = hosttree.gather_facts(tmp_path / "facts", trees.cx7())[0]
