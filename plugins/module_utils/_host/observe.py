@@ -6,7 +6,7 @@
 ``rdma_facts`` with ``observe`` reports, for each path asked for, what is there (a file's SHA-256,
 a symlink's target, a directory) and, where systemd runs, each unit's ``is-active`` state, in
 one ``systemctl`` call. A layer whose module would find everything as wanted (the controller
-computes what it would write, :mod:`plugins.filter.roce_current`) is then not run on the host:
+computes what it would write, :mod:`plugins.filter.roce_noop_observe`) is then not run on the host:
 the read already made in the run is the cheap check. Nothing here changes the host.
 """
 

@@ -12,7 +12,7 @@ import hosttree
 from fixtures.hosts import cx7_doca
 from monitortrees import intent
 
-from ansible_collections.rdmaops.roce.plugins.filter import roce_current as rc
+from ansible_collections.rdmaops.roce.plugins.filter import roce_noop_observe as rc
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, execute
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
