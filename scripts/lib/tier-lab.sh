@@ -4,8 +4,7 @@
 #   intent's ToS on the wire -> reboot a VM (what the VMs report must not change; the ToS on the wire
 #   again) -> its RDMA devices reloaded (the ToS put back) -> verify (tests/lab/verify.yml) ->
 #   validate (passes with perftest, then catches a dead switch port, tests/lab/validate_faults.py)
-#   -> the rollout through the lab's real Slurm: a failed gate, a node drained by hand kept as it is
-#   (tests/lab/rollout.py) -> a switch port at 1500 -> monitor: a real Prometheus scraping vm1 and
+#   -> the rollout through the lab's real Slurm: a failed gate (tests/lab/rollout.py) -> a switch port at 1500 -> monitor: a real Prometheus scraping vm1 and
 #   vm2 with the collection's rules: series, counters under ib_write_bw, the drift alert fired and
 #   cleared, a counter reset (tests/lab/monitor.py) -> down
 # Two rails (issue 24, tests/lab/rails.py): right after boot the ARP flux is shown on the wire (rail
@@ -340,12 +339,11 @@ tier_lab() {
     _lab_step "verify: tests/lab/verify.yml" lab_verify "$inv"
     # the other faults (MTU, ToS, rdma_cm, switch PFC) run in tier_lab_extended: CI's time
     _lab_step "validate: passes, dead port caught" lab_validate "$inv" --faults fabric
-    # the failed gate (drain, apply, the gate's finding, the host kept drained, the next wave not run)
-    # and a node drained by hand through a change that needs a reboot (its reason kept, never
-    # rebooted or resumed through Slurm). The other scenarios (a drain that waits for a job, the
-    # drain-timeout policies, the limit from the inventory, two runs at once) run in
-    # tier_lab_extended: CI's time; the unit tier's integration tests run each against a real Slurm
-    lab_rerun=0 _lab_step "rollout: failed gate, hand drain kept" python3 tests/lab/rollout.py -i "$inv" --scenarios gate,handdrain
+    # the failed gate: drain, apply, the gate's finding, the host kept drained, the next wave not run.
+    # The other scenarios (a drain that waits for a job, the drain-timeout policies, the limit from
+    # the inventory, two runs at once, a node drained by hand) run in tier_lab_extended: CI's time;
+    # the unit tier's integration tests run each against a real Slurm
+    lab_rerun=0 _lab_step "rollout: Slurm drain, failed gate" python3 tests/lab/rollout.py -i "$inv" --scenarios gate
     _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check
     # vm3 (netplan) and tests/lab/mtu.yml on three VMs run in tier_lab_extended (ifupdown and
     # networkd are proven here across a reboot; netplan by molecule's nic_mtu scenario with the
@@ -364,7 +362,7 @@ tier_lab() {
 # CI's time, on a converged lab of its own: validate's other four faults (vm2's MTU 1500, vm1's ToS,
 # rdma_cm unloaded, a switch whose PFC disagrees), the rollout's scenarios through the lab's Slurm
 # other than the failed gate (a drain that waits for a job, the drain-timeout policies skip and fail,
-# rdmaops_max_unavailable from the inventory, two runs at once), rail 2 moved to a subnet of its own (--tags nic), and a third VM (netplan,
+# rdmaops_max_unavailable from the inventory, two runs at once, a node drained by hand), rail 2 moved to a subnet of its own (--tags nic), and a third VM (netplan,
 # one rail) joining for tests/lab/mtu.yml on all three.
 tier_lab_extended() {
   (
@@ -373,7 +371,7 @@ tier_lab_extended() {
     _lab_step "converge: site.yml" ansible-playbook -i "$inv" playbooks/site.yml -e rdmaops_scheduler=none
     _lab_step "validate: 4 more faults caught" lab_validate "$inv" --faults mtu,tos,rdma_cm,switch --skip-healthy
     lab_rerun=0 _lab_step "rollout: wait for a job, drain timeout skip, fail" python3 tests/lab/rollout.py -i "$inv" --scenarios disruptive,skip,fail
-    lab_rerun=0 _lab_step "rollout: limit from the inventory, two runs at once" python3 tests/lab/rollout.py -i "$inv" --scenarios limit,parallel
+    lab_rerun=0 _lab_step "rollout: limit from the inventory, two runs at once, a hand drain" python3 tests/lab/rollout.py -i "$inv" --scenarios limit,parallel,handdrain
     # vm3's fabric NIC is netplan's (vm1 ifupdown, vm2 networkd). vm3 has one rail: a VM whose two
     # rails share a subnet without the rails' rules answers from whichever NIC its main table lists
     # first, which vm1 and vm2 (arp_ignore=1 since the converge) rightly ignore on the other rail
