@@ -52,6 +52,17 @@ except ImportError:  # pragma: no cover - depends on the target
     yaml = None
     HAS_YAML = False
 
+
+def _first_by_name(ctx, directories, pattern):
+    """The files matching ``pattern`` in ``directories``, in name order; of two with one name, the one
+    in the earlier directory (netplan's and systemd-networkd's rule: /etc before /run before /lib)."""
+    chosen = {}
+    for directory in directories:
+        for path in ctx.glob(directory + "/" + pattern):
+            chosen.setdefault(os.path.basename(path), path)
+    return [chosen[name] for name in sorted(chosen)]
+
+
 DROPIN_PREFIX = "90-rdmaops"
 
 
@@ -214,11 +225,7 @@ class Netplan(Backend):
     DIRS = ("/run/netplan", "/etc/netplan", "/lib/netplan")  # same name: earlier directory wins
 
     def files(self):
-        chosen = {}
-        for directory in self.DIRS:
-            for path in self.ctx.glob(directory + "/*.yaml"):
-                chosen.setdefault(os.path.basename(path), path)
-        return [chosen[name] for name in sorted(chosen)]
+        return _first_by_name(self.ctx, self.DIRS, "*.yaml")
 
     def documents(self, replace=None):
         if not HAS_YAML:
@@ -607,11 +614,7 @@ class Networkd(Backend):
         )
 
     def networks(self):
-        chosen = {}
-        for directory in self.DIRS:
-            for path in self.ctx.glob(directory + "/*.network"):
-                chosen.setdefault(os.path.basename(path), path)
-        return [chosen[name] for name in sorted(chosen)]
+        return _first_by_name(self.ctx, self.DIRS, "*.network")
 
     def _first_match(self, link, networks, strict=True):
         for path in networks:
