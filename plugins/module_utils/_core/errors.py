@@ -97,10 +97,19 @@ def kind(value):
 
 
 def quoted(text, limit=SHOWN):
-    """``text`` in double quotes as YAML and JSON write it, cut after ``limit`` characters (``"abc"...``)."""
-    if limit is None or len(text) <= limit:
-        return json.dumps(text)
-    return json.dumps(text[:limit]) + "..."
+    """``text`` in double quotes as YAML and JSON write it, cut once its written form passes ``limit``
+    characters (``"abc"...``); the cut falls between characters, never inside an escape such as ``\\u001f``."""
+    written = json.dumps(text)
+    if limit is None or len(written) <= limit + 2:
+        return written
+    pieces, length = [], 0
+    for char in text:
+        piece = json.dumps(char)[1:-1]
+        if length + len(piece) > limit:
+            break
+        pieces.append(piece)
+        length += len(piece)
+    return '"' + "".join(pieces) + '"...'
 
 
 def shown(value, limit=SHOWN):

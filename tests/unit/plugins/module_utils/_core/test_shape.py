@@ -42,6 +42,16 @@ def test_long_text_is_cut_outside_its_quotes_and_huge_numbers_by_their_size():
     assert shown((1 << 64) - 1) == "%d" % ((1 << 64) - 1)
 
 
+def test_text_that_escapes_long_is_cut_by_its_written_length_between_escapes():
+    # control characters and characters past the BMP are written as \\u escapes, six or twelve
+    # characters each: the cut counts what is written, and never splits an escape
+    text = "000" + "\x1f" * 7 + "\x07" + "\U00010000" * 5
+    written = shown(text)
+    assert written.endswith('"...') and len(written) <= 40 + 5
+    assert written == '"000' + "\\u001f" * 6 + '"...'
+    assert shown("\x1f" * 6) == '"' + "\\u001f" * 6 + '"'
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=80),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
