@@ -36,6 +36,19 @@ def _collections_root():
 # never leaves files that the collection tarball would carry.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(REPO_ROOT, "build", "hypothesis"))
 
+# The hostile-input tests draw their cases with hypothesis. By default the draws are the same on
+# every run (derandomized), so CI's verdict on a commit does not depend on the luck of the draw and a
+# failure is reproduced by running the test again. HYPOTHESIS_PROFILE=explore draws new cases on each
+# run, for looking for new failures before a change is committed.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # the consumer and core216 tiers run without it
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile("repeatable", derandomize=True)
+    _hypothesis_settings.register_profile("explore", derandomize=False)
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
 COLLECTIONS_ROOT = _collections_root()
 if COLLECTIONS_ROOT not in sys.path:
     sys.path.insert(0, COLLECTIONS_ROOT)

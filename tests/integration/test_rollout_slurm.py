@@ -201,6 +201,55 @@ def test_a_node_drained_by_someone_else_stays_drained(tmp_path, cluster, hosts):
     assert in_service(cluster, "vm1")
 
 
+def boot_config(hosts, host):
+    """``host`` boots without iommu=pt, has Debian's GRUB defaults and an update-grub that logs its runs."""
+    root, tools = hosts[host]["root"], hosts[host]["tools"]
+    (root / "proc/cmdline").write_text("BOOT_IMAGE=/vmlinuz ro quiet\n")
+    (root / "etc/default").mkdir(parents=True, exist_ok=True)
+    (root / "etc/default/grub").write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX=""\n')
+    write_exec(tools / "update-grub", "#!/bin/sh\necho update-grub >> %s\n" % (tools / "update-grub.calls"))
+    return root / "etc/default/grub.d/90-rdmaops-gpudirect.cfg", tools / "update-grub.calls"
+
+
+def test_kernel_arguments_are_written_in_place_and_the_host_drained_for_the_reboot(tmp_path, cluster, hosts):
+    """GRUB's kernel arguments disrupt nothing until the reboot: phase one writes them, holds the host
+    back as a change of class reboot, and phase two (drained, idle) owes the reboot; with
+    rdmaops_reboot: never it says so and the host stays drained for someone to reboot."""
+    dropin, calls = boot_config(hosts, "gpu2")
+    inv = inventory(tmp_path, hosts, rdmaops_reboot="never", gpu2={"tuning_gpudirect_iommu": "passthrough"})
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    assert "gpu2 (node vm2, idle): changes in place: yes; held back for a drain (reboot): tuning: boot with iommu=pt; drain: yes" in out
+    assert "gpu1 (node vm1, idle): changes in place: yes; nothing disruptive; drain: no" in out  # its sysctl file
+    assert "iommu=pt" in dropin.read_text() and calls.read_text() == "update-grub\n"
+    assert "gpu2 needs a reboot for reboot: tuning: boot with iommu=pt; rdmaops_reboot is never, so it stays drained" in out
+    state, reason = cluster.node("vm2")
+    assert "DRAIN" in state.split("+") and reason.startswith("rdmaops.roce: reboot: tuning: boot with iommu=pt"), (state, reason)
+    assert in_service(cluster, "vm1")
+    # the reboot has not happened yet: the next run finds the arguments written and the reboot still owed
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    assert "gpu2 needs a reboot for" in out and calls.read_text() == "update-grub\n"
+
+
+def test_a_node_drained_by_hand_is_changed_but_neither_rebooted_nor_resumed(tmp_path, cluster, hosts):
+    """A change that needs a reboot, on a node an admin drained: it is idle and out of service, so
+    the kernel arguments are written, but the reboot is not handed to Slurm (which would replace the
+    admin's reason and put the node back in service afterwards) and the node is not resumed."""
+    dropin, calls = boot_config(hosts, "gpu2")
+    cluster.run("scontrol", "update", "NodeName=vm2", "State=DRAIN", "Reason=disk replacement, ticket 4711", check=True)
+    inv = inventory(tmp_path, hosts, rdmaops_reboot="scheduler", gpu2={"tuning_gpudirect_iommu": "passthrough"})
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    assert "held back for a drain (reboot): tuning: boot with iommu=pt" in out
+    assert "iommu=pt" in dropin.read_text() and calls.read_text() == "update-grub\n"
+    assert "reboot NOT handed to the scheduler: out of service for someone else (disk replacement, ticket 4711)" in out
+    state, reason = cluster.node("vm2")
+    assert "DRAIN" in state.split("+") and reason == "disk replacement, ticket 4711", (state, reason)
+    assert not any(flag.startswith("REBOOT") for flag in state.split("+")), state
+    assert in_service(cluster, "vm1")
+
+
 def test_drain_timeout_skip_leaves_the_host_unchanged_and_in_service(tmp_path, cluster, hosts):
     job = cluster.submit("vm1", 120)
     inv = inventory(tmp_path, hosts, gpu1={"tuning_nic_rings": rings(128)}, rdmaops_drain_timeout=3,

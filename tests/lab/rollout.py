@@ -390,7 +390,10 @@ def scenario_handdrain(run, ctx):
         rc, out, _reports = run({"vm2": {"tuning_gpudirect_iommu": "passthrough"}}, {"rdmaops_gate": "none"})
         expect(rc == 0, "the rollout succeeded", out)
         flat = " ".join(out.split())
-        expect("held back for a drain (reboot)" in flat, "vm2's kernel arguments were held back as a reboot", out)
+        expect("held back for a drain (reboot): tuning: boot with iommu=pt" in flat,
+               "vm2's kernel arguments were held back as a reboot", out)
+        expect("reboot NOT handed to the scheduler: out of service for someone else (%s)" % HAND_REASON in flat,
+               "the report says why vm2's reboot was not handed to Slurm", out)
         state, reason = node("vm2")
         expect("DRAIN" in state and reason == HAND_REASON and "REBOOT" not in state,
                "vm2 keeps its reason, stays drained and is not handed to Slurm for a reboot: %s, %r" % (state, reason))
