@@ -133,16 +133,19 @@ class Run:
         self.inventory = inventory
         self.workdir = workdir
         self.count = 0
+        self.lock = threading.Lock()  # the parallel scenario runs two at once: each its own number
 
     def __call__(self, host_vars, extra, tags="tuning", limit=None, inventory_vars=None):
-        self.count += 1
-        overlay = os.path.join(self.workdir, "overlay-%d.yml" % self.count)
+        with self.lock:
+            self.count += 1
+            number = self.count
+        overlay = os.path.join(self.workdir, "overlay-%d.yml" % number)
         hosts = dict((vm, dict(inventory_vars or {}, **host_vars.get(vm, {}))) for vm in ("vm1", "vm2")) \
             if inventory_vars else host_vars
         with open(overlay, "w") as handle:
             json.dump({"all": {"children": {"rdma_hosts": {"hosts": hosts}}}}, handle)  # JSON is YAML
         settings = dict({"rdmaops_scheduler_poll_interval": 2, "validate_rdma": False,
-                         "validate_report_dir": os.path.join(self.workdir, "reports-%d" % self.count)}, **extra)
+                         "validate_report_dir": os.path.join(self.workdir, "reports-%d" % number)}, **extra)
         if not inventory_vars or "rdmaops_max_unavailable" not in inventory_vars:
             settings.setdefault("rdmaops_max_unavailable", 1)
         argv = ["ansible-playbook", "-i", self.inventory, "-i", overlay, SITE, "--tags", tags, "-e", json.dumps(settings)]
@@ -151,9 +154,9 @@ class Run:
         proc = subprocess.run(argv, check=False, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_NOCOLOR="1"),
                               cwd=REPO, timeout=1500)
         out = proc.stdout + proc.stderr
-        with open(os.path.join(self.workdir, "run-%d.out" % self.count), "w") as handle:
+        where = os.path.join(self.workdir, "run-%d.out" % number)
+        with open(where, "w") as handle:
             handle.write(out)
-        where = os.path.join(self.workdir, "run-%d.out" % self.count)
         print("  site.yml --tags %s%s: rc %d, %.0f s (output: %s)" % (
             tags, " --limit " + limit if limit else "", proc.returncode, time.time() - t0, where), flush=True)
         return proc.returncode, out, settings["validate_report_dir"]
@@ -309,6 +312,26 @@ class Sinfo(threading.Thread):
             self.stop.wait(1)
 
 
+# the longest two nodes may be out at once in the parallel scenario: one scheduler module call in a
+# TCG VM (drain, read the pool, resume), with room for a loaded machine
+STEP_BACK_SECONDS = 20
+
+
+def both_out_spans(samples):
+    """How long each stretch of samples with both VMs out lasted (seconds, from the first sample with
+    both out to the first one after it without)."""
+    spans, start = [], None
+    for stamp, out_now in samples:
+        if len(out_now) > 1 and start is None:
+            start = stamp
+        elif len(out_now) <= 1 and start is not None:
+            spans.append(stamp - start)
+            start = None
+    if start is not None:
+        spans.append(samples[-1][0] - start)
+    return spans
+
+
 def other_rings(ctx):
     return 256 if rings("vm1") == 128 else 128
 
@@ -367,10 +390,18 @@ def scenario_parallel(run, ctx):
         sampler.join()
     for vm in ("vm1", "vm2"):
         expect(results[vm][0] == 0, "the run with --limit %s succeeded" % vm, results[vm][1])
-    both = [index for index, sample in enumerate(sampler.samples) if len(sample[1]) > 1]
-    expect(not any(index + 1 in both for index in both),
-           "never two nodes out in two samples in a row (%d samples, %d with both out for an instant)"
-           % (len(sampler.samples), len(both)))
+    # Two nodes out at once only for a step back: a run that drained at the same moment as the other
+    # reads the pool again and resumes its node. Here the scheduler module runs in the TCG VM (a
+    # drain, a read and a resume take seconds there), so the overlap is measured in seconds, not
+    # samples (the unit tier's real-Slurm test samples every 0.2 s where the module runs natively).
+    overlaps = both_out_spans(sampler.samples)
+    longest = max(overlaps) if overlaps else 0.0
+    expect(longest <= STEP_BACK_SECONDS,
+           "two nodes out at once only for a step back: %d time(s), the longest %.1f s (at most %d s; %d samples)"
+           % (len(overlaps), longest, STEP_BACK_SECONDS, len(sampler.samples)))
+    stepped = sum("another rollout held it" in results[vm][1] or "stepped back" in results[vm][1] for vm in ("vm1", "vm2"))
+    expect(not overlaps or stepped, "the overlap ended with a run waiting for room (another rollout held it)",
+           results["vm1"][1] + results["vm2"][1])
     expect(rings("vm1") == target and rings("vm2") == target, "both VMs' rings are %d" % target)
     expect(not drained("vm1") and not drained("vm2"), "both back in service")
 
