@@ -74,7 +74,9 @@ def _vars_of(name, hostvars, hosts, keys):
 
 
 def _ends(pairs, host):
-    return [host] + [end for pair in pairs for end in pair]
+    """``host`` and the servers of the pairs it is the client of: the hosts its commands name (not every
+    host of the pairs, which at fleet scale would read every host's variables on every host)."""
+    return [host] + [pair[1] for pair in pairs if pair[0] == host]
 
 
 def _address_of(name, run, *args):

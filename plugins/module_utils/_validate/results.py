@@ -23,8 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._validate.commands import PING_HEADERS, first_port, host_vars, peer_address, ports
-
-PERFTESTS = ("ib_write_bw", "ib_write_lat")
+from ansible_collections.rdmaops.roce.plugins.module_utils._validate.plan import PERFTEST_TOOLS
 
 
 def _answered(nonce):
@@ -85,7 +84,7 @@ def rdma_records(pairs, host, vars_of, unreachable, roce_tos, run, why, requeste
     own = ports(vars_of, host)
     clients = (host_vars(vars_of, host).get("validate_clients") or {}).get("results") or []
     records = []
-    for test in PERFTESTS:
+    for test in PERFTEST_TOOLS:
         for index, pair in enumerate(pairs):
             if pair[0] != host:
                 continue
@@ -126,7 +125,7 @@ def summary(result):
     hosts = " (%s)" % ", ".join(counts["failed_hosts"]) if counts["failed"] else ""
     unproven = "not proven: %s; " % "; ".join(counts["unproven"]) if counts["unproven"] else ""
     measured = "".join("%s %s -> %s %s %s; " % tuple(_text(m[key]) for key in ("kind", "host", "peer", "value", "unit"))
-                       for m in result["measurements"] if m["kind"] in PERFTESTS)
+                       for m in result["measurements"] if m["kind"] in PERFTEST_TOOLS)
     return "fabric %s: %s checks passed, %s failed%s, %s not checked; %s %sreport %s" % (
         verdict, counts["checked"] - counts["failed"], counts["failed"], hosts, counts["not_checked"], unproven, measured,
         result["report_path"])

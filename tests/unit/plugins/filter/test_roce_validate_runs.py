@@ -12,6 +12,7 @@ import re
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.six.moves.collections_abc import Mapping
 
 from ansible_collections.rdmaops.roce.plugins.filter.roce_validate_runs import (
     FilterModule, roce_validate_arp_probes, roce_validate_failed_senders, roce_validate_hosts, roce_validate_path_checks,
@@ -243,3 +244,38 @@ def test_bad_input_is_refused_in_words(call, words):
     for word in words:
         assert word in message
     assert not re.search(r"\b(str|dict|NoneType|int|float|bool|tuple|Traceback)\b", message), message
+
+
+class CountingHostvars(Mapping):
+    """hostvars that count the hosts looked up (Ansible's computes all of a host's variables on each)."""
+
+    def __init__(self, hosts):
+        self.hosts, self.read = hosts, []
+
+    def __getitem__(self, name):
+        self.read.append(name)
+        return self.hosts[name]
+
+    def __contains__(self, name):  # as Ansible's: from the inventory, no variables computed
+        return name in self.hosts
+
+    def __iter__(self):
+        return iter(self.hosts)
+
+    def __len__(self):
+        return len(self.hosts)
+
+
+def test_a_host_reads_only_the_hosts_its_commands_name():
+    names = ["h%03d" % index for index in range(200)]
+    hosts = dict((name, {"validate_ports": [port("10.1.%d.%d" % divmod(index + 1, 250))],
+                         "validate_rail_links": [link("rail0", "r0", "172.16.%d.%d" % divmod(index + 1, 250))]})
+                 for index, name in enumerate(names))
+    ring = [[name, names[(index + 1) % len(names)]] for index, name in enumerate(names)]
+    for call in (lambda hostvars: roce_validate_rail_pings(hostvars, ring, "h007", names),
+                 lambda hostvars: roce_validate_path_checks(hostvars, ring, "h007", NONCE, 9000, PATH_SCRIPT),
+                 lambda hostvars: roce_validate_arp_probes(hostvars, ring, "h007", ARP_SCRIPT),
+                 lambda hostvars: roce_validate_rdma_records(hostvars, ring, "h007", [], 106, True, "", True)):
+        hostvars = CountingHostvars(hosts)
+        assert call(hostvars) is not None
+        assert sorted(hostvars.read) == ["h007", "h008"]
