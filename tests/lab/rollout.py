@@ -421,8 +421,9 @@ def scenario_handdrain(run, ctx):
         rc, out, _reports = run({"vm2": {"tuning_gpudirect_iommu": "passthrough"}}, {"rdmaops_gate": "none"})
         expect(rc == 0, "the rollout succeeded", out)
         flat = " ".join(out.split())
-        expect("held back for a drain (reboot): tuning: boot with iommu=pt" in flat,
-               "vm2's kernel arguments were held back as a reboot", out)
+        expect(re.search(r"vm2 \(node vm2, [^)]*\): changes in place: yes; held back for a drain \(reboot\): [^;]*(; [^;]*)*"
+                         r"tuning: boot with iommu=pt", flat) is not None,
+               "vm2's kernel arguments were written in place and held back as a reboot", out)
         expect("reboot NOT handed to the scheduler: out of service for someone else (%s)" % HAND_REASON in flat,
                "the report says why vm2's reboot was not handed to Slurm", out)
         state, reason = node("vm2")
