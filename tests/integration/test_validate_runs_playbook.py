@@ -1,4 +1,4 @@
-"""The validate role's run filters (roce_validate_runs.py) in a real play: ansible-playbook hands them
+"""The validate role's run filters (roce_validate_rail_pings.py) in a real play: ansible-playbook hands them
 ``hostvars`` (Ansible's lazy HostVars, each host's inventory variables and facts), not the plain
 mappings of the unit tests. For the captured fabric that covers the most (rail pings, ARP probes,
 failed paths, perftest records, partners outside the batch), every host's commands and records must be

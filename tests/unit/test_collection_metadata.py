@@ -79,3 +79,21 @@ def test_requires_ansible_is_the_lowest_core_tested():
     assert len(pinned) == 1, pinned  # the consumer and core216 tiers test the same release
     lowest = ".".join(pinned.pop().split(".")[:2])
     assert _load("meta/runtime.yml")["requires_ansible"] == ">=%s.0" % lowest
+
+
+def test_each_filter_file_is_named_after_a_filter_it_holds_and_each_filter_has_its_documentation():
+    """ansible-doc takes a filter file's name for a plugin of that name: a file named after none of its
+    filters is an undocumented filter to a consumer (the consumer tier's ansible-doc fails on it)."""
+    import importlib
+
+    for path in sorted(glob.glob(os.path.join(REPO, "plugins", "filter", "*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        if name.startswith("_") or name == "__init__":
+            continue
+        module = importlib.import_module("ansible_collections.rdmaops.roce.plugins.filter." + name)
+        filters = sorted(module.FilterModule().filters())
+        assert name in filters, "plugins/filter/%s.py holds %s: name the file after one of them" % (name, filters)
+        for each in filters:
+            sidecar = os.path.join(REPO, "plugins", "filter", each + ".yml")
+            assert os.path.exists(sidecar), "filter %s (in %s.py) has no %s.yml" % (each, name, each)
+            assert _documentation(sidecar)["name"] == each

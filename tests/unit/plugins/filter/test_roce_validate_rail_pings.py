@@ -1,4 +1,4 @@
-"""The validate role's runs (roce_validate_runs.py): the commands each host runs for its pairs, and their
+"""The validate role's runs (roce_validate_rail_pings.py): the commands each host runs for its pairs, and their
 results matched back to the pairs, with peers outside the batch, unreachable peers, hosts without rails
 or without an RDMA address, and a peer with one rail.
 
@@ -14,7 +14,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
-from ansible_collections.rdmaops.roce.plugins.filter.roce_validate_runs import (
+from ansible_collections.rdmaops.roce.plugins.filter.roce_validate_rail_pings import (
     FilterModule, roce_validate_arp_probes, roce_validate_failed_senders, roce_validate_hosts, roce_validate_path_checks,
     roce_validate_ping_records, roce_validate_rail_pings, roce_validate_rdma_records, roce_validate_summary, roce_validate_unreachable_pairs)
 
