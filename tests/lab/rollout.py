@@ -25,12 +25,14 @@ overlay inventory:
               rings), the gate off: phase two drains them one wave after the other; sinfo sampled
               every second never shows two nodes out at once; both changed, both back in service
   parallel    the same change back, as two runs at once (--limit vm1, --limit vm2, as job slices
-              would): both succeed, and never two nodes out in two samples in a row (a drain that
-              finds the other run's is stepped back within the instant of one sample)
+              would): both succeed, and two nodes are out at once only for a step back (a drain
+              that finds the other run's is resumed by the module that made it; inside a TCG VM
+              that takes seconds, so the overlap is judged in seconds: at most 20)
   handdrain   vm2 drained by hand ("disk replacement, ticket 4711") and a change that needs a reboot
               for vm2 (GRUB kernel arguments: a drop-in and a stand-in update-grub put in place by
               this test, removed afterwards): the rollout changes vm2 (out of service anyway) but
-              neither reboots it through Slurm nor resumes it; vm2 keeps its reason and stays drained
+              neither reboots it through Slurm nor resumes it; vm2 keeps its reason and stays drained;
+              the kernel arguments count as a reboot (held back in phase one, the drained pass owes it)
 
 Afterwards the lab is put back by hand, as an operator would after reading the report: vm1's ToS
 re-applied (its boot unit), both nodes resumed.
