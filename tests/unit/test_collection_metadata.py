@@ -3,6 +3,7 @@ modules document it, the execution environment definition naming the release's t
 
 import ast
 import glob
+import importlib
 import os
 
 import yaml
@@ -84,8 +85,6 @@ def test_requires_ansible_is_the_lowest_core_tested():
 def test_each_filter_file_is_named_after_a_filter_it_holds_and_each_filter_has_its_documentation():
     """ansible-doc takes a filter file's name for a plugin of that name: a file named after none of its
     filters is an undocumented filter to a consumer (the consumer tier's ansible-doc fails on it)."""
-    import importlib
-
     for path in sorted(glob.glob(os.path.join(REPO, "plugins", "filter", "*.py"))):
         name = os.path.splitext(os.path.basename(path))[0]
         if name.startswith("_") or name == "__init__":
