@@ -116,6 +116,47 @@ def roce_validate_arp_probes(hostvars, pairs, host, script):
     return commands.arp_probes(pairs, host, _vars_of(name, hostvars, _ends(pairs, host), RAILS), script)
 
 
+PERFTEST_SETTINGS = ("timeout", "attempts", "port", "tos", "bw_seconds", "lat_iterations", "rail_bw_seconds")
+
+
+def _perftest(name, value):
+    """perftest's settings: a mapping of each of PERFTEST_SETTINGS to a whole number (timeout and attempts from 1)."""
+    fix = ("a mapping of %s to whole numbers" % ", ".join(PERFTEST_SETTINGS), "pass the role's validate_perftest_settings")
+    if not isinstance(value, Mapping) or set(value) != set(PERFTEST_SETTINGS):
+        _fail(name, "the perftest settings", value, fix)
+    for key in PERFTEST_SETTINGS:
+        _whole(name, value[key], "perftest setting %s" % key, "validate_perftest_settings")
+    if value["timeout"] < 1 or value["attempts"] < 1:
+        _fail(name, "the perftest settings' timeout and attempts", value, ("at least 1", "set validate_rdma_timeout and validate_rdma_attempts from 1"))
+    return dict(value)
+
+
+def _servers_ends(pairs, host):
+    """``host`` and the clients of the pairs it is the server of."""
+    return [host] + [pair[0] for pair in pairs if pair[1] == host]
+
+
+def roce_validate_perftest_servers(hostvars, pairs, host, unreachable, perftest):
+    """The perftest servers ``host`` runs, all at once (see roce_validate_perftest_servers.yml)."""
+    name = "roce_validate_perftest_servers"
+    pairs = _pairs(name, pairs, "the pairs", "validate_rdma_pair_list (the rdma pairs of roce_validate_pairs)")
+    host = _host(name, host)
+    unreachable = _pairs(name, unreachable, "the unreachable pairs", "validate_unreachable_pairs (from roce_validate_unreachable_pairs)")
+    perftest = _perftest(name, perftest)
+    return commands.perftest_servers(pairs, host, _vars_of(name, hostvars, _servers_ends(pairs, host), RAILS), unreachable, perftest)
+
+
+def roce_validate_perftest_clients(hostvars, pairs, host, batch, unreachable, perftest):
+    """The perftest clients ``host`` runs, one after another (see roce_validate_perftest_clients.yml)."""
+    name = "roce_validate_perftest_clients"
+    pairs = _pairs(name, pairs, "the pairs", "validate_rdma_pair_list (the rdma pairs of roce_validate_pairs)")
+    host = _host(name, host)
+    batch = _names(name, batch, "the batch", "validate__batch | default(ansible_play_batch)")
+    unreachable = _pairs(name, unreachable, "the unreachable pairs", "validate_unreachable_pairs (from roce_validate_unreachable_pairs)")
+    perftest = _perftest(name, perftest)
+    return _address_of(name, commands.perftest_clients, pairs, host, batch, _vars_of(name, hostvars, _ends(pairs, host), RAILS), unreachable, perftest)
+
+
 def roce_validate_failed_senders(hostvars, batch, host, nonce):
     """The hosts whose small pings to ``host`` were not answered (see roce_validate_failed_senders.yml)."""
     name = "roce_validate_failed_senders"
@@ -183,4 +224,5 @@ class FilterModule:
                 "roce_validate_arp_probes": roce_validate_arp_probes, "roce_validate_failed_senders": roce_validate_failed_senders,
                 "roce_validate_unreachable_pairs": roce_validate_unreachable_pairs, "roce_validate_ping_records": roce_validate_ping_records,
                 "roce_validate_rdma_records": roce_validate_rdma_records, "roce_validate_hosts": roce_validate_hosts,
-                "roce_validate_summary": roce_validate_summary}
+                "roce_validate_summary": roce_validate_summary, "roce_validate_perftest_servers": roce_validate_perftest_servers,
+                "roce_validate_perftest_clients": roce_validate_perftest_clients}

@@ -48,8 +48,14 @@ options:
         description: The module fails, after running every command, when this script did not exit 0.
         type: bool
         default: false
+  concurrent:
+    description:
+      - Run every command of O(commands) at once, each with its retries, and return when the last has finished
+        (the role's perftest servers, started as one asynchronous job). The results keep the order of O(commands).
+    type: bool
+    default: false
   commands:
-    description: The commands to run, in order.
+    description: The commands to run, in order (at once with O(concurrent)).
     type: list
     elements: dict
     default: []
@@ -153,6 +159,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             rdma_facts=dict(type="bool", default=False),
+            concurrent=dict(type="bool", default=False),
             port_reads=dict(type="list", elements="dict", default=[], options=dict(
                 script=dict(type="str", required=True),
                 check=dict(type="bool", default=False),
@@ -176,7 +183,11 @@ def main():
         netdevs = plan.port_netdevs(outcome["ports"])
         commands = [dict(argv=["sh", "-c", read["script"], "sh"] + netdevs, check=read["check"])
                     for read in params["port_reads"]] + commands
-    results = probe.run_commands(module.run_command, commands)
+    if params["concurrent"]:
+        # a command that cannot start is that command's result, not a fail_json from one of the threads
+        results = probe.run_concurrently(lambda argv: module.run_command(argv, handle_exceptions=False), commands)
+    else:
+        results = probe.run_commands(module.run_command, commands)
     failed = probe.failed_checks(commands, results)
     outcome.update(results=results)
     if failed:

@@ -18,6 +18,13 @@ roce_validate_path_checks and roce_validate_arp_probes call them on the controll
   allows; none from a host without an RDMA address.
 * :func:`arp_probes`: from this host's NIC of its first rail, an ARP request for each of a peer's
   addresses on its other rails (only for a peer with more than one rail).
+* :func:`perftest_servers` and :func:`perftest_clients`: every perftest this host serves (run all at
+  once, as one asynchronous job) and every one it is the client of (one after another), for the
+  pairs' first ports and for each rail, as one call each instead of one module execution per test.
+
+Perftest's settings come as one mapping, ``perftest``: ``timeout`` (seconds a run may take),
+``attempts`` (runs of a test that failed or hung), ``port`` (the first TCP port), ``tos``,
+``bw_seconds``, ``lat_iterations`` and ``rail_bw_seconds``, all whole numbers.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -120,4 +127,116 @@ def arp_probes(pairs, host, vars_of, script):
         if len(peer_links) > 1:
             others = [peer_link["address"] for peer_link in peer_links if peer_link["rail"] != links[0]["rail"]]
             commands.append({"item": pair, "argv": ["sh", "-c", script, "sh", links[0]["interface"]] + others})
+    return commands
+
+
+PERFTEST_TOOLS = ("ib_write_bw", "ib_write_lat")
+
+
+def _unreachable(pair, unreachable):
+    return sorted(pair) in [sorted(other) for other in unreachable]
+
+
+def _port_args(port, perftest):
+    """A first port's perftest options: RC over RDMA-CM (``-R``) on its RoCE v2 GID, the intent's ToS."""
+    return ["-d", port["device"], "-i", str(port["port"]), "-R", "-x", str(port["gid_index"]), "-T", str(perftest["tos"])]
+
+
+def _extra(test, perftest):
+    if test == "ib_write_bw":
+        return ["-D", str(perftest["bw_seconds"]), "--report_gbits"]
+    return ["-n", str(perftest["lat_iterations"])]
+
+
+def _tcp_port(perftest, index, test):
+    """Pair ``index``'s TCP port for ``test`` (two per pair, from ``perftest["port"]``)."""
+    return str(perftest["port"] + 2 * index + PERFTEST_TOOLS.index(test))
+
+
+def _rail_port(vars_of, host, link):
+    """``host``'s active RoCE port behind ``link``'s netdev, or None."""
+    found = [port for port in ports(vars_of, host) if isinstance(port, Mapping) and port.get("netdev") == link.get("interface")]
+    return found[0] if found else None
+
+
+def _rail_tcp_port(perftest, pairs, index, server_link):
+    """The TCP port of pair ``index``'s test on the server's rail link ``server_link`` (its position
+    among the server's links), after the pairs' own two each; both ends compute it from the server."""
+    return str(perftest["port"] + 2 * len(pairs) + 16 * index + server_link)
+
+
+def _rail_args(port, perftest):
+    """A rail's ib_write_bw options: the rail's device and the GID of the rail's address, the ToS in the
+    GRH (``--tclass``); not over RDMA-CM, whose address resolution goes through the main table."""
+    return ["-d", port["device"], "-i", str(port["port"]), "-x", str(port["gid_index"]), "--tclass=%s" % perftest["tos"],
+            "-D", str(perftest["rail_bw_seconds"]), "--report_gbits"]
+
+
+def _rail_match(vars_of, host, rail, active):
+    """``(position, link)`` of ``host``'s first link of ``rail`` (with ``active``, only one with an active
+    RoCE port behind it), or None."""
+    for position, link in enumerate(rail_links(vars_of, host)):
+        if link.get("rail") == rail and (not active or _rail_port(vars_of, host, link) is not None):
+            return position, link
+    return None
+
+
+def perftest_servers(pairs, host, vars_of, unreachable, perftest):
+    """The perftest servers ``host`` runs, all at once: ib_write_bw and ib_write_lat on its first port
+    for each pair it is the server of (``item`` ``[test, pair index]``), then ib_write_bw on each of its
+    rails whose client has an active port on the same rail (``item`` ``[pair index, link position]``).
+    A server serves one client run and exits; one whose run failed or hung listens again, up to
+    ``attempts`` runs, so that the client's next attempt has a server."""
+    served = [(index, pair) for index, pair in enumerate(pairs) if pair[1] == host and not _unreachable(pair, unreachable)]
+    own = first_port(vars_of, host)
+    again = {"retries": perftest["attempts"] - 1, "attempts": perftest["attempts"], "delay": 0}
+    commands = []
+    if own:
+        for test in PERFTEST_TOOLS:
+            for index, _pair in served:
+                argv = (["timeout", str(perftest["timeout"]), test] + _port_args(own, perftest)
+                        + ["-p", _tcp_port(perftest, index, test)] + _extra(test, perftest))
+                commands.append(dict(again, argv=argv, item=[test, index]))
+    for index, pair in served:
+        for position, link in enumerate(rail_links(vars_of, host)):
+            port = _rail_port(vars_of, host, link)
+            # a server listens only for a client that will run (one with an active port on the rail)
+            if port is None or _rail_match(vars_of, pair[0], link.get("rail"), active=True) is None:
+                continue
+            argv = (["timeout", str(perftest["timeout"]), "ib_write_bw"] + _rail_args(port, perftest)
+                    + ["-p", _rail_tcp_port(perftest, pairs, index, position)])
+            commands.append(dict(again, argv=argv, item=[index, position]))
+    return commands
+
+
+def perftest_clients(pairs, host, batch, vars_of, unreachable, perftest):
+    """The perftest clients ``host`` runs, one after another: ib_write_bw, then ib_write_lat, to each
+    server of the pairs it is the client of (``item`` ``[test, pair index]``), then ib_write_bw on each
+    of its rails with an active port to a server of the batch on the same rail (``item``
+    ``[pair index, link position]``).  A client that starts before its server listens is refused at
+    once and one that failed finds its server listening again: it runs again after 5 s, and one that
+    hung (its ``timeout``, rc 124) only while ``attempts`` allows."""
+    tested = [(index, pair) for index, pair in enumerate(pairs) if pair[0] == host and not _unreachable(pair, unreachable)]
+    own = first_port(vars_of, host)
+    again = {"retries": 4 + perftest["attempts"], "attempts": perftest["attempts"], "delay": 5}
+    commands = []
+    if own:
+        for test in PERFTEST_TOOLS:
+            for index, pair in tested:
+                argv = (["timeout", str(perftest["timeout"]), test] + _port_args(own, perftest)
+                        + ["-p", _tcp_port(perftest, index, test)] + _extra(test, perftest) + [peer_address(vars_of, pair[1])])
+                commands.append(dict(again, argv=argv, item=[test, index]))
+    for index, pair in tested:
+        if pair[1] not in batch:
+            continue  # a partner outside the batch runs no rail servers
+        for position, link in enumerate(rail_links(vars_of, host)):
+            port = _rail_port(vars_of, host, link)
+            # a peer with the rail but no active port behind it starts no server: the client runs anyway,
+            # and its failure is the finding
+            server = _rail_match(vars_of, pair[1], link.get("rail"), active=False)
+            if port is None or server is None:
+                continue
+            argv = (["timeout", str(perftest["timeout"]), "ib_write_bw"] + _rail_args(port, perftest)
+                    + ["-p", _rail_tcp_port(perftest, pairs, index, server[0]), peer_address(vars_of, pair[1])])
+            commands.append(dict(again, argv=argv, item=[index, position]))
     return commands

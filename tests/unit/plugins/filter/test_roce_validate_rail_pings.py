@@ -219,7 +219,7 @@ def test_every_filter_is_exported():
     assert sorted(FilterModule().filters()) == sorted([
         "roce_validate_rail_pings", "roce_validate_path_checks", "roce_validate_arp_probes", "roce_validate_failed_senders",
         "roce_validate_unreachable_pairs", "roce_validate_ping_records", "roce_validate_rdma_records", "roce_validate_hosts",
-        "roce_validate_summary"])
+        "roce_validate_summary", "roce_validate_perftest_servers", "roce_validate_perftest_clients"])
 
 
 @pytest.mark.parametrize("call, words", [

@@ -53,3 +53,36 @@ def test_failed_checks_name_only_the_reads_that_had_to_pass():
                 {"argv": ["sh", "-c", "exit 1"]}]
     results = probe.run_commands(run, commands)
     assert probe.failed_checks(commands, results) == ["sh -c echo gone >&2; exit 2 exited 2: gone"]
+
+
+def test_concurrent_commands_run_at_once_and_keep_their_order(tmp_path):
+    """Each command waits for the other's mark: run one after another, the first would time out (rc 124);
+    run at once (the perftest servers), both finish."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    wait_for = 'touch "%s"; for i in $(seq 100); do [ -e "%s" ] && echo "%s" && exit 0; sleep 0.1; done; exit 124'
+    commands = [{"argv": ["sh", "-c", wait_for % (first, second, "a")], "item": ["ib_write_bw", 0]},
+                {"argv": ["sh", "-c", wait_for % (second, first, "b")], "item": [0, 1], "retries": 1, "attempts": 2, "delay": 0}]
+    results = probe.run_concurrently(run, commands)
+    assert [(r["item"], r["rc"], r["stdout"]) for r in results] == [(["ib_write_bw", 0], 0, "a"), ([0, 1], 0, "b")]
+    assert results[1]["attempts"] == 1 and "attempts" not in results[0]
+
+
+def test_concurrent_commands_keep_the_retry_rule_each(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    sleeps = []
+    commands = [{"argv": counting(tmp_path / "a", [1, 0]), "retries": 1, "attempts": 2, "delay": 0},
+                {"argv": counting(tmp_path / "b", [124, 124]), "retries": 1, "attempts": 2, "delay": 0}]
+    results = probe.run_concurrently(run, commands, sleep=sleeps.append)
+    assert [(r["rc"], r["attempts"], r["stdout"]) for r in results] == [(0, 2, "run 2"), (124, 2, "run 2")]
+    assert sleeps == [0, 0]
+
+
+def test_a_concurrent_command_that_cannot_start_is_its_own_result(tmp_path):
+    def refusing(argv):
+        if argv[0] == "missing-tool":
+            raise OSError(2, "No such file or directory: 'missing-tool'")
+        return run(argv)
+    results = probe.run_concurrently(refusing, [{"argv": ["missing-tool"]}, {"argv": ["sh", "-c", "echo ok"]}])
+    assert results[0]["rc"] is None and "No such file" in results[0]["stderr"]
+    assert (results[1]["rc"], results[1]["stdout"]) == (0, "ok")
