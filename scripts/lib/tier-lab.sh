@@ -123,10 +123,11 @@ _lab_step() {
   # _lab_step NAME CMD...: run one step of the tier and note its wall time. A step that failed with a
   # VM's transmit stall runs once more after the heal (never one that says lab_rerun=0: a step that
   # changes what a second run starts from), and the timings say so.
-  local name=$1 took again rc=0 mark=""
+  local name=$1 took again rc=0 mark="" out
   shift
   log "lab: $name"
-  lab_time took "$@" || rc=$?
+  out=$(mktemp)
+  lab_time took _lab_logged "$out" "$@" || rc=$?
   if [ "$rc" -ne 0 ] && [ "${lab_rerun:-1}" = 1 ] && lab_heal_stall "$name"; then
     log "lab: $name again, after the heal"
     rc=0
@@ -135,6 +136,19 @@ _lab_step() {
     mark="  (run twice: a transmit stall healed)"
   fi
   lab_timings+=("$(printf '  %-36s %7ss%s%s' "$name" "$took" "$([ "$rc" -eq 0 ] || echo '  FAILED')" "$mark")")
+  # a failed step's verdict lines (and its last lines), printed again after the timings: the end of a
+  # long log is what a CI page shows
+  [ "$rc" -eq 0 ] || lab_failures+=("--- $name (rc $rc)" "$(grep -E '^(FAIL|fatal|ERROR|AssertionError|E  )' "$out" | tail -n 20)" "$(tail -n 8 "$out")")
+  rm -f "$out"
+  return "$rc"
+}
+
+# _lab_logged FILE CMD...: run CMD, its output to this log and to FILE
+_lab_logged() {
+  local file=$1 rc=0
+  shift
+  "$@" > >(tee "$file") 2>&1 || rc=$?
+  wait "$!" 2>/dev/null || true  # tee has written all of it before the caller reads FILE
   return "$rc"
 }
 
@@ -159,6 +173,10 @@ _lab_finish() {
   lab_timings+=("$(printf '  %-36s %7ss' down "$took")")
   log "lab tier timings"
   printf '%s\n' "${lab_timings[@]}"
+  if [ -n "${lab_failures[*]:-}" ]; then
+    log "lab: why the failed steps failed (their FAIL lines, then their last lines)"
+    printf '%s\n' "${lab_failures[@]}"
+  fi
   if [ -n "${lab_stalls[*]:-}" ]; then
     log "lab: transmit stalls healed (issue 22; the steps named ran again)"
     printf '  %s\n' "${lab_stalls[@]}"
@@ -284,6 +302,7 @@ _lab_tier_start() {
   set -euo pipefail
   cd "$REPO_ROOT"
   lab_timings=()
+  lab_failures=()
   lab_stalls=()
   lab_bandwidth=""
   lab_noop_ratio=""
