@@ -136,14 +136,17 @@ def _servers_ends(pairs, host):
     return [host] + [pair[0] for pair in pairs if pair[1] == host]
 
 
-def roce_validate_perftest_servers(hostvars, pairs, host, unreachable, perftest):
+def roce_validate_perftest_servers(hostvars, pairs, host, unreachable, perftest, client=None):
     """The perftest servers ``host`` runs, all at once (see roce_validate_perftest_servers.yml)."""
     name = "roce_validate_perftest_servers"
     pairs = _pairs(name, pairs, "the pairs", "validate_rdma_pair_list (the rdma pairs of roce_validate_pairs)")
     host = _host(name, host)
     unreachable = _pairs(name, unreachable, "the unreachable pairs", "validate_unreachable_pairs (from roce_validate_unreachable_pairs)")
     perftest = _perftest(name, perftest)
-    return commands.perftest_servers(pairs, host, _vars_of(name, hostvars, _servers_ends(pairs, host), RAILS), unreachable, perftest)
+    if client is not None and not isinstance(client, string_types):
+        _fail(name, "the client", client, ("a host name", "pass inventory_hostname, or leave it out"))
+    ends = _servers_ends(pairs, host) if client is None else [host, client]
+    return commands.perftest_servers(pairs, host, _vars_of(name, hostvars, ends, RAILS), unreachable, perftest, client)
 
 
 def roce_validate_perftest_clients(hostvars, pairs, host, batch, unreachable, perftest):

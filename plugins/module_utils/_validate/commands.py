@@ -181,13 +181,17 @@ def _rail_match(vars_of, host, rail, active):
     return None
 
 
-def perftest_servers(pairs, host, vars_of, unreachable, perftest):
+def perftest_servers(pairs, host, vars_of, unreachable, perftest, client=None):
     """The perftest servers ``host`` runs, all at once: ib_write_bw and ib_write_lat on its first port
     for each pair it is the server of (``item`` ``[test, pair index]``), then ib_write_bw on each of its
     rails whose client has an active port on the same rail (``item`` ``[pair index, link position]``).
     A server serves one client run and exits; one whose run failed or hung listens again, up to
-    ``attempts`` runs, so that the client's next attempt has a server."""
-    served = [(index, pair) for index, pair in enumerate(pairs) if pair[1] == host and not _unreachable(pair, unreachable)]
+    ``attempts`` runs, so that the client's next attempt has a server.  With ``client``, only the
+    first port's servers for the pairs of that client: those of a partner outside the batch, which
+    the client starts and runs no rail test against (a partner may still hold rail links from a
+    play in which it was of the batch)."""
+    served = [(index, pair) for index, pair in enumerate(pairs)
+              if pair[1] == host and not _unreachable(pair, unreachable) and client in (None, pair[0])]
     own = first_port(vars_of, host)
     again = {"retries": perftest["attempts"] - 1, "attempts": perftest["attempts"], "delay": 0}
     commands = []
@@ -197,7 +201,7 @@ def perftest_servers(pairs, host, vars_of, unreachable, perftest):
                 argv = (["timeout", str(perftest["timeout"]), test] + _port_args(own, perftest)
                         + ["-p", _tcp_port(perftest, index, test)] + _extra(test, perftest))
                 commands.append(dict(again, argv=argv, item=[test, index]))
-    for index, pair in served:
+    for index, pair in served if client is None else []:
         for position, link in enumerate(rail_links(vars_of, host)):
             port = _rail_port(vars_of, host, link)
             # a server listens only for a client that will run (one with an active port on the rail)
