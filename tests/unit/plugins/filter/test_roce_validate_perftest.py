@@ -1,12 +1,13 @@
 """The perftest filters (roce_validate_rail_pings.py): roce_validate_perftest_servers and roce_validate_perftest_clients,
-against what the validate role's four looping perftest tasks ran before them.
+against what the validate role's five looping perftest tasks ran before them.
 
 tests/unit/fixtures/validate_probes/perftest.json holds, for each host of the batch of 96 random multi-rail fabrics, the
 items and argv of 'Start the perftest servers', 'Run ib_write_bw and ib_write_lat against each server', 'Start the
-per-rail ib_write_bw servers' and 'Run ib_write_bw per rail against each server, on the rail's device', rendered by
+per-rail ib_write_bw servers', 'Run ib_write_bw per rail against each server, on the rail's device' and 'Start the
+perftest servers on the partners outside the batch' (with the partner each run was delegated to), rendered by
 Ansible's Templar from the role at 711dee0 (see its README.md). The filters must give the same commands, items and
-order (servers: the first ports' then the rails'; clients: the same), except for what the functions below change,
-each a difference stated and counted here:
+order (servers: the first ports' then the rails'; clients: the same; a partner's, with client=, those the old task
+started on it, in its order), except for what the functions below change, each a difference stated and counted here:
 
 * two deliberate ones: rail_servers_for_clients_that_run (a rail server starts only for a client with an active
   RoCE port on the rail) and rail_port_of_the_servers_link (both ends take the rail's TCP port from the server's
@@ -39,6 +40,8 @@ from test_roce_validate_rail_pings import CountingHostvars, link, port
 HERE = os.path.dirname(__file__)
 FIXTURE = os.path.join(HERE, "..", "..", "fixtures", "validate_probes", "perftest.json")
 ROLE_VARS = os.path.join(HERE, "..", "..", "..", "..", "roles", "validate", "vars", "main.yml")
+ROLE_TASKS = os.path.join(HERE, "..", "..", "..", "..", "roles", "validate", "tasks", "main.yml")
+PARTNER_TASK = "Start the perftest servers on the partners outside the batch"
 
 with open(FIXTURE) as _handle:
     CAPTURED = json.load(_handle)
@@ -191,6 +194,109 @@ def test_the_captured_fabrics_cover_the_cases_that_matter():
                for own in rail_links(case, host))
 
 
+def partner_task():
+    """The role's task that starts a partner's servers, as roles/validate/tasks/main.yml has it now."""
+    with open(ROLE_TASKS) as handle:
+        return [task for task in yaml.safe_load(handle) if task.get("name") == PARTNER_TASK][0]
+
+
+PARTNER_LOOP = partner_task()["loop"]
+
+
+def partners_of(case, host, **variables):
+    """The partners outside the batch that ``host`` starts servers on, one call each, in order: the role's loop of
+    the task rendered by Ansible's Templar as it runs (validate_rdma_run true; without validate__batch, the play's
+    batch)."""
+    scope = dict(dict(validate_rdma_pair_list=case["pairs"], inventory_hostname=host, ansible_play_batch=case["batch"],
+                      validate_rdma_run=True), **variables)
+    return Templar(loader=DataLoader(), variables=scope).template(trust_as_template(PARTNER_LOOP))
+
+
+def old_partner_calls(case, host):
+    """What the old task started for ``host`` (one run per item, delegated to the pair's server), grouped by the
+    partner it was delegated to in the order of the role's loop, each group in the old order: ``[(partner, commands)]``,
+    an argv as the command module ran it (a list of str), with the runs the old server loop gave it
+    (validate_rdma_attempts, until one succeeds)."""
+    old = case["jinja"][host]["partner_servers"]
+    return [(partner, [dict(SERVER_AGAIN, argv=[check_type_str(value) for value in run["argv"]], item=run["item"])
+                       for run in old if run["partner"] == partner])
+            for partner in partners_of(case, host)]
+
+
+def partner_calls(case, host):
+    """What the role now starts for ``host``: on each partner of its loop, the servers the filter gives with client=."""
+    return [(partner, roce_validate_perftest_servers(case["hosts"], case["pairs"], partner, case["unreachable"], PERFTEST, client=host))
+            for partner in partners_of(case, host)]
+
+
+def partner_calls_without_a_command(case, host):
+    """Found, not deliberate: the role's loop names each partner of ``host``'s pairs whether or not the pair is
+    unreachable, so a partner whose every pair with ``host`` is unreachable gets a call with no command (an
+    asynchronous validate_probe that runs nothing, and its wait), where the old task's when skipped its items."""
+    return [partner for partner in partners_of(case, host)
+            if all(sorted(pair) in case["unreachable"] for pair in case["pairs"] if pair == [host, partner])]
+
+
+@pytest.mark.parametrize("case", CAPTURED["fabrics"], ids=lambda case: case["id"])
+def test_each_host_starts_on_its_partners_the_servers_the_old_task_started(case):
+    for host in case["batch"]:
+        partners = partners_of(case, host)
+        old = case["jinja"][host]["partner_servers"]
+        # each partner once, none of the batch, and every partner the old task was delegated to among them
+        assert len(set(partners)) == len(partners) and not set(partners) & set(case["batch"]), host
+        assert set(run["partner"] for run in old) <= set(partners), host
+        assert sum(len(commands) for _partner, commands in old_partner_calls(case, host)) == len(old), host
+        assert partner_calls(case, host) == old_partner_calls(case, host), host
+        assert [partner for partner, commands in partner_calls(case, host) if not commands] == partner_calls_without_a_command(case, host), host
+
+
+def rail_servers_for(case, partner, client):
+    """The rail servers ``partner`` would run for ``client`` as a host of the batch (without client=)."""
+    return [run for run in servers(case, partner) if not isinstance(run["item"][0], str) and case["pairs"][run["item"][0]][0] == client]
+
+
+def partner_counts():
+    count = Counter()
+    for case in CAPTURED["fabrics"]:
+        for host in case["batch"]:
+            calls = partner_calls(case, host)
+            old = case["jinja"][host]["partner_servers"]
+            count["hosts with partners"] += bool(calls)
+            count["hosts with two partners"] += len(calls) > 1
+            count["partner calls compared"] += len(calls)
+            count["commands compared"] += sum(len(commands) for _partner, commands in calls)
+            count["old runs interleaving two partners"] += [run for partner, _commands in calls for run in old if run["partner"] == partner] != old
+            count["partner calls without a command"] += len(partner_calls_without_a_command(case, host))
+            count["partners with rail servers for the host"] += sum(1 for partner, _commands in calls if rail_servers_for(case, partner, host))
+            count["partners serving another host of the batch"] += sum(
+                1 for partner, _commands in calls if any(pair[1] == partner and pair[0] != host for pair in case["pairs"]))
+            count["partner runs with a null gid_index"] += sum(1 for run in old if "None" in run["argv"])
+    return count
+
+
+def test_the_captured_fabrics_cover_the_partners_cases_that_matter():
+    count = partner_counts()
+    assert count["hosts with partners"] >= 60 and count["partner calls compared"] >= 70 and count["commands compared"] >= 120
+    assert count["hosts with two partners"] >= 5 and count["old runs interleaving two partners"] >= 3
+    assert count["partner calls without a command"] >= 5
+    assert count["partners with rail servers for the host"] >= 20  # without client= they would start rail servers
+    assert count["partners serving another host of the batch"] >= 10  # client= keeps that host's pairs out
+    assert count["partner runs with a null gid_index"] >= 2  # the old task wrote it 'None' (| string), as the filter does
+
+
+def test_the_role_starts_a_partners_servers_with_the_filter_for_its_client():
+    task = partner_task()
+    call = " ".join(task["rdmaops.roce.validate_probe"]["commands"].split())
+    assert ("hostvars | rdmaops.roce.roce_validate_perftest_servers(validate_rdma_pair_list, item, validate_unreachable_pairs, "
+            "validate_perftest_settings, client=inventory_hostname)") in call
+    assert task["delegate_to"] == "{{ item }}" and task["rdmaops.roce.validate_probe"]["concurrent"] is True
+    case = {"pairs": [["a", "p"], ["a", "b"], ["b", "p"], ["a", "q"], ["a", "p"]], "batch": ["a", "b"]}
+    assert partners_of(case, "a") == ["p", "q"]
+    assert partners_of(case, "a", validate__batch=["a", "b", "p"]) == ["q"]  # a batch of serial's the role was given
+    assert partners_of(case, "a", validate_rdma_run=False) == []
+    assert partners_of(case, "b") == ["p"]
+
+
 def listening(case, era):
     """``(servers, clients)``: per server host and rail TCP port, how many rail servers listen there and how many rail
     clients connect there, as the old loops (``"old"``) or the filters (``"new"``) run them."""
@@ -285,6 +391,11 @@ def settings(**changes):
     (lambda: roce_validate_perftest_clients(FABRIC, PAIRS, "a", "a,b", [], PERFTEST), ["the batch must be a list of host names", "ansible_play_batch"]),
     (lambda: roce_validate_perftest_clients(dict(FABRIC, c={"validate_ports": [port(None)]}), [["a", "c"]], "a", ["a", "c"], [], PERFTEST),
      ["roce_validate_perftest_clients: host c is in the pairs but has no RDMA address", "roce_validate_pairs"]),
+    (lambda: roce_validate_perftest_servers(FABRIC, PAIRS, "b", [], PERFTEST, client=["a"]),
+     ["roce_validate_perftest_servers: the client must be a host name, got a list", "pass inventory_hostname, or leave it out"]),
+    (lambda: roce_validate_perftest_servers(FABRIC, PAIRS, "b", [], PERFTEST, client=7), ["the client must be a host name, got a number (7)"]),
+    (lambda: roce_validate_perftest_servers(FABRIC, PAIRS, "b", [], PERFTEST, client={"a": 1}), ["the client must be a host name, got a mapping"]),
+    (lambda: roce_validate_perftest_servers(FABRIC, PAIRS, "b", [], PERFTEST, client=True), ["the client must be a host name, got a boolean"]),
 ])
 def test_bad_input_to_the_perftest_filters_is_refused_in_words(call, words):
     with pytest.raises(AnsibleFilterError) as error:
@@ -310,3 +421,39 @@ def test_each_perftest_filter_reads_only_the_hosts_its_commands_name():
     got = roce_validate_perftest_clients(hostvars, ring, "h007", names, [], PERFTEST)
     assert [run["item"] for run in got] == [["ib_write_bw", 7], ["ib_write_lat", 7], [7, 0]]
     assert sorted(hostvars.read) == ["h007", "h008"]  # the host and its server
+
+
+def test_a_partners_servers_for_its_client_start_no_rail_server():
+    """A partner outside the batch may hold rail links with active ports behind them (from a play in which it was of
+    the batch); its client runs no rail test against it, so with client= it starts none, only the first port's two
+    servers of each pair of that client, the same as without client=."""
+    hosts = dict(FABRIC, p={"validate_ports": [port("10.0.0.9", netdev="ens0"), port("172.16.0.9", netdev="ens1", device="mlx5_1"),
+                                               port("172.16.1.9", netdev="ens2", device="mlx5_2")],
+                            "validate_rail_links": [link("rail0", "ens1", "172.16.0.9"), link("rail1", "ens2", "172.16.1.9")]})
+    pairs = [["a", "p"], ["b", "p"], ["a", "b"], ["a", "p"]]
+    every = roce_validate_perftest_servers(hosts, pairs, "p", [], PERFTEST)
+    # as a host of the batch, p would serve a on both rails (pairs 0 and 3) and b on rail1, its rail0 NIC down (pair 1)
+    assert [item for item, _tail in rail_runs(every)] == [[0, 0], [0, 1], [1, 1], [3, 0], [3, 1]]
+    for client, indexes in (("a", [0, 3]), ("b", [1])):
+        got = roce_validate_perftest_servers(hosts, pairs, "p", [], PERFTEST, client=client)
+        assert [run["item"] for run in got] == [[test, index] for test in ("ib_write_bw", "ib_write_lat") for index in indexes]
+        assert got == [run for run in every if isinstance(run["item"][0], str) and run["item"][1] in indexes]
+    assert roce_validate_perftest_servers(hosts, pairs, "p", [["a", "p"]], PERFTEST, client="a") == []  # its pairs unreachable
+    assert roce_validate_perftest_servers(hosts, pairs, "p", [], PERFTEST, client="c") == []
+
+
+def test_a_partners_servers_for_one_client_read_only_the_partner_and_the_client():
+    names = ["h%03d" % index for index in range(200)]
+    hosts = {}
+    for index, name in enumerate(names + ["p"]):
+        rail_address = "172.16.%d.%d" % divmod(index + 1, 250)
+        hosts[name] = {"validate_ports": [port("10.1.%d.%d" % divmod(index + 1, 250), netdev="ens0"), port(rail_address, netdev="ens1")],
+                       "validate_rail_links": [link("rail0", "ens1", rail_address)]}
+    star = [[name, "p"] for name in names]  # p, a partner outside the batch, serves every host
+    hostvars = CountingHostvars(hosts)
+    got = roce_validate_perftest_servers(hostvars, star, "p", [], PERFTEST, client="h007")
+    assert [run["item"] for run in got] == [["ib_write_bw", 7], ["ib_write_lat", 7]]
+    assert sorted(hostvars.read) == ["h007", "p"]  # once each
+    hostvars = CountingHostvars(hosts)
+    roce_validate_perftest_servers(hostvars, star, "p", [], PERFTEST)
+    assert sorted(hostvars.read) == sorted(names + ["p"])  # without client=, every client it serves
