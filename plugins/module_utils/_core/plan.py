@@ -85,9 +85,9 @@ class ApplyError(RdmaopsError):
 class Change:
     """One ordered step: what differs, how to describe it, how to make it so and how to undo it."""
 
-    __slots__ = ("key", "before", "after", "action", "description", "header", "undo", "disruption")
+    __slots__ = ("key", "before", "after", "action", "description", "header", "undo", "disruption", "shown")
 
-    def __init__(self, key, before, after, action, description, header=None, undo=None, disruption=ONLINE):
+    def __init__(self, key, before, after, action, description, header=None, undo=None, disruption=ONLINE, shown=None):
         self.key = key
         self.disruption = _checked_class(disruption)
         self.before = before
@@ -97,6 +97,8 @@ class Change:
         # A header marks text content (a file): its diff is shown as a unified text diff.
         self.header = header
         self.undo = undo
+        # how the diff shows a text (a generated file too large to read whole, summarised)
+        self.shown = shown
 
 
 class Step:
@@ -123,20 +125,23 @@ class Plan:
         # rejects under runtime_errors=warn, a knob the driver does not have): nothing changed.
         self._refused = set()
 
-    def add(self, key, before, after, action, description, header=None, undo=None, disruption=ONLINE):
+    def add(self, key, before, after, action, description, header=None, undo=None, disruption=ONLINE, shown=None):
         """Add a change when ``before`` differs from ``after``; return whether it was added.
 
         ``disruption`` is the change's class (:data:`DISRUPTION_CLASSES`): what a workload on the
         host suffers when it is applied."""
         if before == after:
             return False
-        self._changes.append(Change(key, before, after, action, description, header, undo, disruption))
+        self._changes.append(Change(key, before, after, action, description, header, undo, disruption, shown))
         return True
 
     def file(self, host, path, text, mode=0o644, description=None, key=None, adopt=False, option=None, render=None,
-             disruption=ONLINE):
+             disruption=ONLINE, shown=None):
         """Plan ``path`` to hold ``text`` (None: to be absent).  Refuses files we do not own;
         the change undoes itself by putting the old bytes back.
+
+        ``shown``, when given, maps the file's old and new text to what the diff shows of them (a
+        generated file too large to read whole); what is written is always ``text``.
 
         ``render``, when given, computes the content again when the change is applied (it may
         depend on what earlier changes of the plan achieved); content equal to what the file
@@ -166,7 +171,7 @@ class Plan:
 
         verb = "remove" if text is None else ("write" if current is None else "update")
         return self.add(change_key, current, text, action, description or "%s %s" % (verb, path),
-                        header=path, undo=undo, disruption=disruption)
+                        header=path, undo=undo, disruption=disruption, shown=shown)
 
     def then(self, description, action, validates=False, disruption=ONLINE):
         """Run ``action`` after the changes, only when there are any.  A failing step that
@@ -228,10 +233,11 @@ class Plan:
         before, after = {}, {}
         for change in self._effective():
             if change.header is not None:
+                shown = change.shown or (lambda text: text)
                 entries.append(
                     dict(
-                        before=files.for_display(change.before) or "",
-                        after=files.for_display(change.after) or "",
+                        before=files.for_display(shown(change.before)) or "",
+                        after=files.for_display(shown(change.after)) or "",
                         before_header=change.header,
                         after_header=change.header,
                     )

@@ -26,6 +26,7 @@ import ast
 import hashlib
 import importlib
 import importlib.util
+import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
 
@@ -209,6 +210,27 @@ def _closure(entry):
             if mapped and mapped not in modules:
                 todo.append(mapped)
     return modules
+
+
+# one bundled module in the script: "    'name': (is_package, 'source'),"
+_SOURCE_LINE = re.compile(r"^    ('[^']*'): \((True|False), (.*)\),$")
+
+
+def for_diff(script):
+    """``script`` as a diff shows it: each bundled module's source (a few hundred kilobytes in all)
+    as one line with its SHA-256 and size, so a diff names the modules that changed between two
+    collection versions instead of printing them whole; any other text as it is."""
+    if script is None:
+        return None
+    out = []
+    for line in script.split("\n"):
+        found = _SOURCE_LINE.match(line)
+        if found:
+            source = found.group(3).encode("utf-8", "surrogateescape")
+            line = "    %s: source of %d bytes, sha256 %s%s" % (
+                found.group(1), len(source), hashlib.sha256(source).hexdigest()[:16], " (package)" if found.group(2) == "True" else "")
+        out.append(line)
+    return "\n".join(out)
 
 
 def render_script(python, version, entry=ENTRY):

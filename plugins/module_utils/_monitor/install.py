@@ -187,7 +187,8 @@ class MonitorCollector(Engine):
         adopt = bool(self.params.get("adopt"))
         for path, mode in ((SCRIPT_PATH, 0o755), (SNAPSHOT_PATH, 0o644), ("%s/%s" % (SYSTEMD_DIR, SERVICE), 0o644),
                            ("%s/%s" % (SYSTEMD_DIR, TIMER), 0o644)):
-            plan.file(self.host, path, self.texts.get(path), mode=mode, adopt=adopt, option="monitor_collector")
+            plan.file(self.host, path, self.texts.get(path), mode=mode, adopt=adopt, option="monitor_collector",
+                      shown=bundle.for_diff if path == SCRIPT_PATH else None)
         if not present:
             plan.file(self.host, "%s/%s" % (self.textfile_dir, TEXTFILE_NAME), None, option="textfile_dir")
         units_changed = any(change.key in ("%s/%s" % (SYSTEMD_DIR, SERVICE), "%s/%s" % (SYSTEMD_DIR, TIMER)) for change in plan)

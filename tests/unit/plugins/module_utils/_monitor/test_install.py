@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -68,6 +69,33 @@ def test_check_mode_predicts_and_writes_nothing(tmp_path):
         install.SCRIPT_PATH, install.SNAPSHOT_PATH, "/etc/systemd/system/rdmaops-roce-monitor.service",
         "/etc/systemd/system/rdmaops-roce-monitor.timer"]
     assert os.listdir(str(root)) == []
+
+
+def test_the_scripts_diff_names_each_bundled_module_by_its_digest_not_its_source(tmp_path):
+    """--diff on a new host printed the collector's bundled sources whole (420 KB in the lab's walk of
+    adding a host); it shows one line per module, and a module changed by a new collection version is
+    the one line that changes."""
+    root = tmp_path / "host"
+    root.mkdir()
+    result = run(root, check_mode=True)
+    (script,) = [entry for entry in result["diff"] if entry.get("after_header") == install.SCRIPT_PATH]
+    written = install.wanted_texts("/usr/bin/python3", intent(), "vm1", 15, "/var/lib/prometheus/node-exporter")[install.SCRIPT_PATH]
+    modules = re.findall(r"^    '([^']+)': \((?:True|False), ", written, re.M)
+    assert len(modules) > 20 and script["before"] == ""
+    assert len(script["after"]) < 20000 < len(written), len(script["after"])
+    for name in modules:
+        assert re.search(r"^    '%s': source of \d+ bytes, sha256 [0-9a-f]{16}( \(package\))?$" % re.escape(name), script["after"], re.M), name
+    assert "def read_text(host, host_path)" in written and "def read_text" not in script["after"]
+    assert script["after"].splitlines()[0] == written.splitlines()[0] and "BUNDLE = " in script["after"]
+    # the installed script with one module's source edited: the diff's one changed line is that module's
+    run(root)
+    path = root / install.SCRIPT_PATH.lstrip("/")
+    path.write_text(path.read_text().replace("def read_text(host, host_path):", "def read_text(host, host_path):  # edited", 1))
+    again = run(root, check_mode=True)
+    (script,) = [entry for entry in again["diff"] if entry.get("after_header") == install.SCRIPT_PATH]
+    differ = [(old, new) for old, new in zip(script["before"].splitlines(), script["after"].splitlines()) if old != new]
+    assert len(differ) == 1 and "_core.files'" in differ[0][0], differ
+    assert len(script["before"].splitlines()) == len(script["after"].splitlines())
 
 
 def test_absent_removes_everything_it_wrote(tmp_path):
