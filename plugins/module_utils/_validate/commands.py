@@ -133,8 +133,23 @@ def arp_probes(pairs, host, vars_of, script):
 PERFTEST_TOOLS = ("ib_write_bw", "ib_write_lat")
 
 
-def _unreachable(pair, unreachable):
-    return sorted(pair) in [sorted(other) for other in unreachable]
+def _pairs_of(pairs, host, end, unreachable):
+    """``(index, pair)`` of each pair whose ``end`` (0: client, 1: server) is ``host`` and that is not
+    in ``unreachable`` (either way round)."""
+    dead = set(tuple(sorted(other)) for other in unreachable)
+    return [(index, pair) for index, pair in enumerate(pairs) if pair[end] == host and tuple(sorted(pair)) not in dead]
+
+
+def _first_port_argv(port, perftest, index, test):
+    """``test`` under ``timeout`` on a first port (RC over RDMA-CM, its RoCE v2 GID, the intent's ToS),
+    on pair ``index``'s TCP port; a client adds the server's address."""
+    return (["timeout", str(perftest["timeout"]), test] + _port_args(port, perftest)
+            + ["-p", _tcp_port(perftest, index, test)] + _extra(test, perftest))
+
+
+def _rail_argv(port, perftest, tcp_port):
+    """ib_write_bw under ``timeout`` on a rail's port, on ``tcp_port``; a client adds the server's address."""
+    return ["timeout", str(perftest["timeout"]), "ib_write_bw"] + _rail_args(port, perftest) + ["-p", tcp_port]
 
 
 def _port_args(port, perftest):
@@ -190,25 +205,21 @@ def perftest_servers(pairs, host, vars_of, unreachable, perftest, client=None):
     first port's servers for the pairs of that client: those of a partner outside the batch, which
     the client starts and runs no rail test against (a partner may still hold rail links from a
     play in which it was of the batch)."""
-    served = [(index, pair) for index, pair in enumerate(pairs)
-              if pair[1] == host and not _unreachable(pair, unreachable) and client in (None, pair[0])]
+    served = [(index, pair) for index, pair in _pairs_of(pairs, host, 1, unreachable) if client in (None, pair[0])]
     own = first_port(vars_of, host)
     again = {"retries": perftest["attempts"] - 1, "attempts": perftest["attempts"], "delay": 0}
     commands = []
     if own:
         for test in PERFTEST_TOOLS:
             for index, _pair in served:
-                argv = (["timeout", str(perftest["timeout"]), test] + _port_args(own, perftest)
-                        + ["-p", _tcp_port(perftest, index, test)] + _extra(test, perftest))
-                commands.append(dict(again, argv=argv, item=[test, index]))
+                commands.append(dict(again, argv=_first_port_argv(own, perftest, index, test), item=[test, index]))
     for index, pair in served if client is None else []:
         for position, link in enumerate(rail_links(vars_of, host)):
             port = _rail_port(vars_of, host, link)
             # a server listens only for a client that will run (one with an active port on the rail)
             if port is None or _rail_match(vars_of, pair[0], link.get("rail"), active=True) is None:
                 continue
-            argv = (["timeout", str(perftest["timeout"]), "ib_write_bw"] + _rail_args(port, perftest)
-                    + ["-p", _rail_tcp_port(perftest, pairs, index, position)])
+            argv = _rail_argv(port, perftest, _rail_tcp_port(perftest, pairs, index, position))
             commands.append(dict(again, argv=argv, item=[index, position]))
     return commands
 
@@ -220,15 +231,14 @@ def perftest_clients(pairs, host, batch, vars_of, unreachable, perftest):
     ``[pair index, link position]``).  A client that starts before its server listens is refused at
     once and one that failed finds its server listening again: it runs again after 5 s, and one that
     hung (its ``timeout``, rc 124) only while ``attempts`` allows."""
-    tested = [(index, pair) for index, pair in enumerate(pairs) if pair[0] == host and not _unreachable(pair, unreachable)]
+    tested = _pairs_of(pairs, host, 0, unreachable)
     own = first_port(vars_of, host)
     again = {"retries": 4 + perftest["attempts"], "attempts": perftest["attempts"], "delay": 5}
     commands = []
     if own:
         for test in PERFTEST_TOOLS:
             for index, pair in tested:
-                argv = (["timeout", str(perftest["timeout"]), test] + _port_args(own, perftest)
-                        + ["-p", _tcp_port(perftest, index, test)] + _extra(test, perftest) + [peer_address(vars_of, pair[1])])
+                argv = _first_port_argv(own, perftest, index, test) + [peer_address(vars_of, pair[1])]
                 commands.append(dict(again, argv=argv, item=[test, index]))
     for index, pair in tested:
         if pair[1] not in batch:
@@ -240,7 +250,6 @@ def perftest_clients(pairs, host, batch, vars_of, unreachable, perftest):
             server = _rail_match(vars_of, pair[1], link.get("rail"), active=False)
             if port is None or server is None:
                 continue
-            argv = (["timeout", str(perftest["timeout"]), "ib_write_bw"] + _rail_args(port, perftest)
-                    + ["-p", _rail_tcp_port(perftest, pairs, index, server[0]), peer_address(vars_of, pair[1])])
+            argv = _rail_argv(port, perftest, _rail_tcp_port(perftest, pairs, index, server[0])) + [peer_address(vars_of, pair[1])]
             commands.append(dict(again, argv=argv, item=[index, position]))
     return commands
