@@ -294,6 +294,20 @@ lab_rails_subnet_per_rail() {
   lab_rails check --subnet-per-rail --vms vm1,vm2
 }
 
+# lab_driver_upgrade INVENTORY [STEPS]: tests/lab/driver_upgrade.py, the DOCA-OFED upgrade, downgrade and a
+# broken release through the lab's Slurm against the lab's signed DOCA stand-in repository (lab.py
+# doca-repo); it ends with the lab back on the inbox stack.
+lab_driver_upgrade() {
+  python3 "$REPO_ROOT/tests/lab/driver_upgrade.py" -i "$1" ${2:+--steps "$2"}
+}
+
+# lab_driver_version_refused INVENTORY: the short form of lab_driver_upgrade proposed for the default
+# lab tier (not called by tier_lab): a DOCA release the lab's repository does not hold is refused, from
+# the converged (inbox) lab, before any node is drained.
+lab_driver_version_refused() {
+  lab_driver_upgrade "$1" missing
+}
+
 # _lab_tier_start [APT_PACKAGE...]: the start every lab tier shares, in the tier's subshell: strict
 # mode, timings, the lab taken down on exit, a lab of its own beside a running one, then the host
 # packages (the lab's and these), the image and two VMs up with a healthy fabric. Sets lab_t0 and
@@ -381,7 +395,8 @@ tier_lab() {
 # CI's time, on a converged lab of its own: validate's other four faults (vm2's MTU 1500, vm1's ToS,
 # rdma_cm unloaded, a switch whose PFC disagrees), the rollout's scenarios through the lab's Slurm
 # other than the failed gate (a drain that waits for a job, the drain-timeout policies skip and fail,
-# rdmaops_max_unavailable from the inventory, two runs at once, a node drained by hand), rail 2 moved to a subnet of its own (--tags nic), and a third VM (netplan,
+# rdmaops_max_unavailable from the inventory, two runs at once, a node drained by hand), the DOCA-OFED
+# upgrade, downgrade and broken release (tests/lab/driver_upgrade.py), rail 2 moved to a subnet of its own (--tags nic), and a third VM (netplan,
 # one rail) joining for tests/lab/mtu.yml on all three.
 tier_lab_extended() {
   (
@@ -391,6 +406,7 @@ tier_lab_extended() {
     _lab_step "validate: 4 more faults caught" lab_validate "$inv" --faults mtu,tos,rdma_cm,switch --skip-healthy
     lab_rerun=0 _lab_step "rollout: wait for a job, drain timeout skip, fail" python3 tests/lab/rollout.py -i "$inv" --scenarios disruptive,skip,fail
     lab_rerun=0 _lab_step "rollout: limit from the inventory, two runs at once, a hand drain" python3 tests/lab/rollout.py -i "$inv" --scenarios limit,parallel,handdrain
+    lab_rerun=0 _lab_step "driver: DOCA upgrade, downgrade, broken" lab_driver_upgrade "$inv"
     # vm3's fabric NIC is netplan's (vm1 ifupdown, vm2 networkd). vm3 has one rail: a VM whose two
     # rails share a subnet without the rails' rules answers from whichever NIC its main table lists
     # first, which vm1 and vm2 (arp_ignore=1 since the converge) rightly ignore on the other rail

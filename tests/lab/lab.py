@@ -10,6 +10,7 @@
     python3 tests/lab/lab.py summary
     python3 tests/lab/lab.py inventory [--stdout]
     python3 tests/lab/lab.py slurm CMD [ARG ...]       a Slurm client command against the lab's slurmctld
+    python3 tests/lab/lab.py doca-repo                 serve the signed DOCA stand-in repository to the VMs
     python3 tests/lab/lab.py down [--purge]
 
 Every VM boots the cached image through a copy-on-write overlay, is reached over SSH on a
@@ -43,6 +44,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import docarepo
 import health
 import imagebuild
 import slurmlab
@@ -263,6 +265,9 @@ def build_parser():
 
     slurm = sub.add_parser("slurm", help="run a Slurm client command (sbatch, squeue, sinfo, scontrol ...) against the lab's slurmctld")
     slurm.add_argument("cmd", nargs=argparse.REMAINDER)
+
+    sub.add_parser("doca-repo", help="serve the lab's signed DOCA stand-in repository to the VMs; print one JSON line "
+                   "(url, versions, key_url, fingerprint) for the ofed role")
 
     down = sub.add_parser("down", help="stop the lab and remove what it made")
     down.add_argument("--purge", action="store_true", help="also remove the state directory (SSH keys)")
@@ -1200,6 +1205,8 @@ class Lab:
                 stop_pid(pid)
                 log("stopped unrecorded QEMU pid %d of this lab" % pid)
             self.slurm(record).stop()
+            if docarepo.stop(self.state_dir):
+                log("DOCA repository server stopped")
             for index in range(1, MAX_VMS + 1):
                 for tap in (tap_name(self.lab_id, index), rail2_tap_name(self.lab_id, index)):
                     if self.remove_tap(tap):
@@ -1498,6 +1505,14 @@ def main(argv=None):
                 raise LabError("the lab is down (lab.py up)" if not record else "lab.py slurm CMD [ARG ...], e.g. lab.py slurm sinfo -N")
             cluster = lab.slurm(record)
             os.execvpe(cmd[0], cmd, cluster.env())
+        if args.command == "doca-repo":
+            if not record or not record.get("vms"):
+                raise LabError("the lab is down (lab.py up)")
+            try:
+                print(json.dumps(docarepo.start(lab.state_dir, record.get("ssh_base_port", DEFAULT_SSH_BASE_PORT))))
+            except docarepo.RepoError as exc:
+                raise LabError(str(exc)) from exc
+            return 0
         if args.command == "summary":
             if not record or not record.get("vms"):
                 raise LabError("the lab is down (lab.py up)")

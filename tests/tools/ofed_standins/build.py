@@ -3,6 +3,7 @@ stand-in packages with the real names, and an MLNX_OFED tarball whose installer 
 arguments.
 
   build.py doca-repo OUT [--version 3.2.1] [--version 3.3.0]   (prints JSON: fingerprint, versions)
+  build.py doca-repo OUT --flavour lab --version 3.2.1 --version 3.3.0 --broken 3.4.0
   build.py distro-repo OUT [--rdma-core-version 9999.0-1]     (a "distribution update" to pin against)
   build.py mlnx-tarball OUT --version 24.10-1.1.4.0 --supported-kernel 6.1.0-21-amd64
 
@@ -18,6 +19,15 @@ public half is OUT/GPG-KEY-test.pub). Packages are built with dpkg-deb:
   mlnx-ofed-kernel-utils    /etc/init.d/openibd, /etc/infiniband/openib.conf
   rdma-core, ibverbs-utils  DOCA's builds of the packages it shadows (version 2510.x > Debian's 44.0)
   dkms                      the stand-in dkms (tests/tools/ofed_standins/dkms.py)
+
+The lab flavour (``--flavour lab``, for the soft-RoCE VMs of tests/lab) leaves the host's RDMA
+working: no rdma-core or ibverbs-utils of its own (the profiles depend on the distribution's
+rdma-core, ibverbs-utils and perftest instead of shadowing them), an openibd whose restart reloads
+the real modules (rdma_rxe) and re-creates each Soft-RoCE device on the netdev it had, DKMS
+"builds" that install the running kernel's own mlx5 modules under updates/dkms (no headers, no
+compiler; the dkms package carries /etc/rdmaops-test/dkms-lab for that) and an ofed_uninstall.sh
+that removes only the stand-ins. ``--broken VERSION`` (either flavour) builds that release with a
+mlnx-ofed-kernel-dkms whose postinst fails, as a package whose module build breaks would.
 
 Needs dpkg-deb and gpg on the machine that runs it; nothing else.
 """
@@ -40,7 +50,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DOCA_RELEASES = {
     "3.2.1": dict(build="044000", ofed="25.10-1.7.1", kernel="25.10.OFED.25.10.1.7.1", rdma="2510.0.11-1"),
     "3.3.0": dict(build="000400", ofed="26.01-1.0.0", kernel="26.01.OFED.26.01.1.0.0", rdma="2601.0.6-1"),
+    "3.4.0": dict(build="000100", ofed="26.04-1.0.0", kernel="26.04.OFED.26.04.1.0.0", rdma="2604.0.2-1"),
 }
+FLAVOURS = ("molecule", "lab")
+# What the lab flavour's profiles take from the distribution instead of shadowing it.
+LAB_DISTRO_DEPENDS = "rdma-core, ibverbs-providers, ibverbs-utils, perftest"
+LAB_DKMS_MARKER = "/etc/rdmaops-test/dkms-lab"
 DKMS_VERSION = "3.0.10-8+doca1"
 
 OFED_INFO = """#!/bin/sh
@@ -81,6 +96,31 @@ if [ "$1" = configure ]; then
 fi
 """
 
+# The lab flavour: the stand-in dkms needs no headers there, so every installed kernel is built for.
+DKMS_POSTINST_LAB = """#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+  dkms add -m mlnx-ofed-kernel -v {v}
+  for dir in /lib/modules/*; do
+    k=$(basename "$dir")
+    [ -e "$dir/modules.builtin" ] || continue
+    echo "Building for $k"
+    dkms install -m mlnx-ofed-kernel -v {v} -k "$k" || echo "DKMS build for $k failed" >&2
+  done
+fi
+"""
+
+# --broken: the release whose kernel package cannot be configured (dpkg leaves it half-configured).
+DKMS_POSTINST_BROKEN = """#!/bin/sh
+if [ "$1" = configure ]; then
+  k=$(uname -r)
+  echo "Building for $k"
+  echo "Error! Bad return status for module build on kernel: $k ($(uname -m))" >&2
+  echo "Consult /var/lib/dkms/mlnx-ofed-kernel/{v}/build/make.log for more information." >&2
+  exit 10
+fi
+"""
+
 DKMS_PRERM = """#!/bin/sh
 dkms remove -m mlnx-ofed-kernel -v {v} --all || true
 """
@@ -96,6 +136,39 @@ OPENIBD = """#!/bin/sh
 # stand-in openibd (rdmaops.roce tests): records each call
 mkdir -p /var/log/rdmaops-test
 echo "openibd $*" >> /var/log/rdmaops-test/openibd.log
+"""
+
+# The lab flavour's openibd: a restart reloads the real RDMA modules of the lab's Soft-RoCE
+# devices and puts each device back on the netdev it had (as the lab's boot unit made them).
+OPENIBD_LAB = """#!/bin/sh
+# stand-in openibd for the rdmaops.roce soft-RoCE lab: records each call; restart/start reload
+# rdma_rxe and re-create every Soft-RoCE device on its netdev
+mkdir -p /var/log/rdmaops-test
+echo "openibd $*" >> /var/log/rdmaops-test/openibd.log
+state=/run/rdmaops-test-openibd.links
+stop() {
+  : > "$state"
+  for d in /sys/class/infiniband/rxe*; do
+    [ -e "$d/parent" ] || continue
+    echo "${d##*/} $(cat "$d/parent")" >> "$state"
+  done
+  while read -r dev netdev; do rdma link delete "$dev"; done < "$state"
+  modprobe -r rdma_rxe || echo "rdma_rxe stays loaded (in use)"
+}
+start() {
+  modprobe rdma_rxe
+  [ -s "$state" ] || return 0
+  while read -r dev netdev; do
+    [ -e "/sys/class/infiniband/$dev" ] || rdma link add "$dev" type rxe netdev "$netdev"
+  done < "$state"
+}
+case "$1" in
+  stop) stop ;;
+  start) start ;;
+  restart|force-reload) stop; start ;;
+  status) ls /sys/class/infiniband ;;
+  *) echo "Usage: openibd {start|stop|restart|status}"; exit 1 ;;
+esac
 """
 
 IBV_DEVINFO = """#!/bin/sh
@@ -176,27 +249,36 @@ def build_deb(out, name, version, depends="", files=None, scripts=None, descript
         shutil.rmtree(root)
 
 
-def release_packages(out, doca):
+def release_packages(out, doca, flavour="molecule", broken=False):
     rel = DOCA_RELEASES[doca]
     k = "%s-1" % rel["kernel"]
     r = rel["rdma"]
     profile = "%s-%s" % (doca, rel["build"])
-    ofed_set = "doca-ofed doca-roce mlnx-ofed-kernel-utils mlnx-ofed-kernel-dkms ibverbs-utils rdma-core ofed-scripts"
+    lab = flavour == "lab"
+    ofed_set = "doca-ofed doca-roce mlnx-ofed-kernel-utils mlnx-ofed-kernel-dkms ofed-scripts"
+    if not lab:
+        ofed_set = "doca-ofed doca-roce mlnx-ofed-kernel-utils mlnx-ofed-kernel-dkms ibverbs-utils rdma-core ofed-scripts"
     build_deb(out, "ofed-scripts", k, files={
         "/usr/bin/ofed_info": (0o755, OFED_INFO.format(prefix="OFED-internal", ofed=rel["ofed"])),
         "/usr/sbin/ofed_uninstall.sh": (0o755, OFED_UNINSTALL.format(packages=ofed_set)),
     })
+    postinst = DKMS_POSTINST_BROKEN if broken else DKMS_POSTINST_LAB if lab else DKMS_POSTINST
     build_deb(out, "mlnx-ofed-kernel-dkms", k, depends="dkms", files={
         "/usr/src/mlnx-ofed-kernel-%s/dkms.conf" % rel["kernel"]: (0o644, DKMS_CONF.format(v=rel["kernel"])),
-    }, scripts={"postinst": DKMS_POSTINST.format(v=rel["kernel"]), "prerm": DKMS_PRERM.format(v=rel["kernel"])})
+    }, scripts={"postinst": postinst.format(v=rel["kernel"]), "prerm": DKMS_PRERM.format(v=rel["kernel"])})
     build_deb(out, "mlnx-ofed-kernel-utils", k, files={
-        "/etc/init.d/openibd": (0o755, OPENIBD),
+        "/etc/init.d/openibd": (0o755, OPENIBD_LAB if lab else OPENIBD),
         "/etc/infiniband/openib.conf": (0o644, "ONBOOT=yes\nRUN_SYSCTL=no\n"),
     })
+    common = "ofed-scripts (= {k}), mlnx-ofed-kernel-utils (= {k}), mlnx-ofed-kernel-dkms (= {k})"
+    if lab:
+        build_deb(out, "doca-ofed", profile, depends=(common + ", " + LAB_DISTRO_DEPENDS).format(k=k))
+        build_deb(out, "doca-roce", profile, depends=(common + ", rdma-core, ibverbs-providers").format(k=k))
+        return
     build_deb(out, "rdma-core", r, files={"/usr/share/doc/rdma-core/STANDIN": (0o644, "DOCA %s\n" % doca)})
     build_deb(out, "ibverbs-utils", r, depends="rdma-core (= %s)" % r,
               files={"/usr/bin/ibv_devinfo": (0o755, IBV_DEVINFO)})
-    common = "ofed-scripts (= {k}), mlnx-ofed-kernel-utils (= {k}), mlnx-ofed-kernel-dkms (= {k}), rdma-core (= {r})"
+    common += ", rdma-core (= {r})"
     build_deb(out, "doca-ofed", profile, depends=(common + ", ibverbs-utils (= {r})").format(k=k, r=r))
     build_deb(out, "doca-roce", profile, depends=common.format(k=k, r=r))
 
@@ -255,19 +337,25 @@ def doca_repo(args):
     os.makedirs(out, exist_ok=True)
     gnupghome = args.gnupghome or os.path.join(out, ".gnupg")
     fpr = test_key(gnupghome)
-    for version in args.version or ["3.2.1"]:
-        release_packages(out, version)
-    build_deb(out, "dkms", DKMS_VERSION, depends="python3", files={
-        "/usr/sbin/dkms": (0o755, "#!/usr/bin/python3\n" + open(os.path.join(HERE, "dkms.py")).read()),
-    })
+    versions = args.version or ["3.2.1"]
+    broken = [version for version in args.broken or [] if version not in versions]
+    for version in versions + broken:
+        release_packages(out, version, args.flavour, broken=version in broken)
+    with open(os.path.join(HERE, "dkms.py")) as handle:
+        dkms_files = {"/usr/sbin/dkms": (0o755, "#!/usr/bin/python3\n" + handle.read())}
+    if args.flavour == "lab":
+        dkms_files[LAB_DKMS_MARKER] = (0o644, "the kernel's own mlx5 modules stand for the OFED builds\n")
+    build_deb(out, "dkms", DKMS_VERSION, depends="python3", files=dkms_files)
     key = run(["gpg", "--homedir", gnupghome, "--armor", "--export", fpr], stdout=subprocess.PIPE).stdout
     with open(os.path.join(out, "GPG-KEY-test.pub"), "wb") as handle:
         handle.write(key)
     index(out, gnupghome, fpr)
     if not args.gnupghome:
         shutil.rmtree(os.path.join(out, ".gnupg"), ignore_errors=True)
-    json.dump(dict(fingerprint=fpr, versions={v: DOCA_RELEASES[v] for v in args.version or ["3.2.1"]},
-                   out=out), sys.stdout)
+    result = dict(fingerprint=fpr, versions={v: DOCA_RELEASES[v] for v in versions}, out=out)
+    if args.flavour != "molecule" or broken:
+        result.update(flavour=args.flavour, broken=broken)
+    json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 
 
@@ -330,6 +418,10 @@ def main():
     repo = sub.add_parser("doca-repo")
     repo.add_argument("out")
     repo.add_argument("--version", action="append", choices=sorted(DOCA_RELEASES))
+    repo.add_argument("--flavour", choices=FLAVOURS, default="molecule",
+                      help="lab: packages that keep the distribution's RDMA stack working (default: molecule)")
+    repo.add_argument("--broken", action="append", choices=sorted(DOCA_RELEASES),
+                      help="also build this release, with a mlnx-ofed-kernel-dkms whose postinst fails")
     repo.add_argument("--gnupghome", help="keep the signing key here (default: generated, then removed)")
     distro = sub.add_parser("distro-repo")
     distro.add_argument("out")

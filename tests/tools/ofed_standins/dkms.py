@@ -11,6 +11,10 @@ A build for kernel K fails like the real one when /lib/modules/K/build is missin
 headers ... cannot be found", no make.log) or when /etc/rdmaops-test/dkms-break-K exists (a
 compiler error in /var/lib/dkms/MODULE/VERSION/build/make.log, exit status 10). A built module
 is a text file named like the real one under /lib/modules/K/updates/dkms/.
+
+With /etc/rdmaops-test/dkms-lab (the lab flavour's dkms package) no headers are needed and a built
+module is a copy of kernel K's own module of that name (a real module: depmod and modprobe stay
+happy in the soft-RoCE VMs), or the text file when K has none.
 """
 
 import os
@@ -19,6 +23,8 @@ import shutil
 import sys
 
 TREE = "/var/lib/dkms"
+LAB_MARKER = "/etc/rdmaops-test/dkms-lab"
+SUFFIXES = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")
 ARCH = platform.machine()
 
 
@@ -53,9 +59,19 @@ def add(module, version):
     print("Creating symlink %s/source -> /usr/src/%s-%s" % (base, module, version))
 
 
+def own_module(kernel, name):
+    """Kernel ``kernel``'s own module ``name`` (its path under /lib/modules/K/kernel), or None."""
+    for dirpath, _dirs, files in os.walk("/lib/modules/%s/kernel" % kernel):
+        for suffix in SUFFIXES:
+            if name + suffix in files:
+                return os.path.join(dirpath, name + suffix)
+    return None
+
+
 def install(module, version, kernel):
     base = os.path.join(TREE, module, version)
-    if not os.path.isdir("/lib/modules/%s/build" % kernel):
+    lab = os.path.exists(LAB_MARKER)
+    if not lab and not os.path.isdir("/lib/modules/%s/build" % kernel):
         print("Error! Your kernel headers for kernel %s cannot be found at /lib/modules/%s/build or "
               "/lib/modules/%s/source." % (kernel, kernel, kernel), file=sys.stderr)
         return 21
@@ -76,7 +92,12 @@ def install(module, version, kernel):
     dest = "/lib/modules/%s/updates/dkms" % kernel
     os.makedirs(dest, exist_ok=True)
     for name in built_names(module, version):
-        for path in (os.path.join(built, name + ".ko"), os.path.join(dest, name + ".ko")):
+        own = own_module(kernel, name) if lab else None
+        suffix = os.path.basename(own)[len(name):] if own else ".ko"
+        for path in (os.path.join(built, name + suffix), os.path.join(dest, name + suffix)):
+            if own:
+                shutil.copyfile(own, path)
+                continue
             with open(path, "w") as handle:
                 handle.write("stand-in %s from %s/%s for %s\n" % (name, module, version, kernel))
     with open(log, "w") as handle:
@@ -95,9 +116,10 @@ def remove(module, version):
         if name.startswith("kernel-") and os.readlink(path).startswith(version + "/"):
             kernel = name[len("kernel-"):-len("-" + ARCH)]
             for built in built_names(module, version):
-                target = "/lib/modules/%s/updates/dkms/%s.ko" % (kernel, built)
-                if os.path.exists(target):
-                    os.unlink(target)
+                for suffix in SUFFIXES:
+                    target = "/lib/modules/%s/updates/dkms/%s%s" % (kernel, built, suffix)
+                    if os.path.exists(target):
+                        os.unlink(target)
             os.unlink(path)
     shutil.rmtree(os.path.join(TREE, module, version), ignore_errors=True)
     if not os.listdir(os.path.join(TREE, module)):
