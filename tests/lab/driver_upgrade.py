@@ -53,8 +53,10 @@ def repo_settings():
 
 
 def role_vars(repo, version, **more):
-    return dict(ofed_provider="doca", ofed_doca_repo_url=repo["url"], ofed_doca_gpg_key_url=repo["key_url"],
-                ofed_doca_gpg_key_fingerprint=repo["fingerprint"], ofed_doca_version=version, **more)
+    settings = dict(ofed_provider="doca", ofed_doca_repo_url=repo["url"], ofed_doca_gpg_key_url=repo["key_url"],
+                    ofed_doca_gpg_key_fingerprint=repo["fingerprint"], ofed_doca_version=version)
+    settings.update(more)
+    return settings
 
 
 def installed(vm):
