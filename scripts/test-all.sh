@@ -4,7 +4,8 @@
 # unit tests, ansible-test sanity, ansible-lint, the generated reference and docs lint, the
 # collection built and used as a consumer would (consumer), molecule scenarios (podman),
 # switch_roce on a SONiC stand-in container (podman) and the soft-RoCE lab end to end (QEMU VMs),
-# printing how long each tier took. Not in the default run: core216 (sanity and a unit subset on
+# printing how long each tier took (the container and VM tiers' images are built in the background
+# while the unit and static tiers run). Not in the default run: core216 (sanity and a unit subset on
 # the lowest ansible-core we claim) and ee (an execution environment built and running site.yml).
 #
 #   bash scripts/test-all.sh                 every tier
@@ -236,8 +237,49 @@ tier_together() {
   return "$rc"
 }
 
+# The container and VM tiers' image builds (the molecule base image, the SONiC stand-in image, the
+# lab's VM image; their apt packages first, in the foreground) run in the background while the unit
+# and static tiers run: on a fresh machine that is minutes of debootstrap and dpkg, mostly network
+# and disk, beside tiers that leave room for it. Each tier still checks its packages and images
+# itself (each build keeps its cache check), so a failed prefetch costs only its own time; its log
+# is printed before the first tier that needs what it made.
+PREFETCH_FOR=(molecule switch bench lab)
+prefetch_pid=""
+prefetch_start() {
+  local name wanted=0 others=0
+  for name in "${SELECTED[@]}"; do
+    if [[ " ${PREFETCH_FOR[*]} " == *" $name "* ]]; then wanted=1; else others=1; fi
+  done
+  [ "$wanted" = 1 ] && [ "$others" = 1 ] || return 0
+  mkdir -p "$BUILD_DIR"
+  # apt in the foreground: the unit tier's own apt-get would wait on its lock anyway
+  ensure_apt podman runc conmon containernetworking-plugins debootstrap gnupg "${LAB_APT_PACKAGES[@]}"
+  (
+    set -e
+    start=$SECONDS
+    export CONTAINERS_CONF="$REPO_ROOT/molecule/shared/containers.conf"
+    bash "$REPO_ROOT/molecule/shared/build-image.sh"
+    [[ " ${SELECTED[*]} " != *" switch "* ]] || sonic_standin_image
+    [[ " ${SELECTED[*]} " != *" lab "* ]] || lab_cli build
+    echo "prefetch: done in $((SECONDS - start)) s"
+  ) > "$BUILD_DIR/prefetch.log" 2>&1 &
+  prefetch_pid=$!
+  log "prefetch: packages and images for ${PREFETCH_FOR[*]} in the background (build/prefetch.log)"
+}
+prefetch_wait() {
+  [ -n "$prefetch_pid" ] || return 0
+  local rc=0
+  wait "$prefetch_pid" || rc=$?
+  prefetch_pid=""
+  log "prefetch (background): $([ "$rc" = 0 ] && echo "done" || echo "failed (rc=$rc): each tier fetches and builds what it needs itself")"
+  cat "$BUILD_DIR/prefetch.log" 2>/dev/null || true
+  TIMINGS+=("$(printf '%-22s %5ss%s' "(prefetch, background)" \
+    "$(sed -n 's/^prefetch: done in \([0-9]*\) s$/\1/p' "$BUILD_DIR/prefetch.log" 2>/dev/null)" "$([ "$rc" = 0 ] || echo '  FAILED')")")
+}
+
 total_start=$SECONDS
 tier bootstrap tier_bootstrap
+prefetch_start
 together=()
 for name in "${SELECTED[@]}"; do
   [[ " ${TOGETHER[*]} " == *" $name "* ]] && together+=("$name")
@@ -249,8 +291,10 @@ for name in "${SELECTED[@]}"; do
     tier_together "${together[@]}"
     continue
   fi
+  [[ " ${PREFETCH_FOR[*]} " != *" $name "* ]] || prefetch_wait
   tier "$name" "tier_$name"
 done
+prefetch_wait
 
 log "timings"
 printf '%s\n' "${TIMINGS[@]}"
