@@ -377,6 +377,10 @@ tier_lab() {
     # the inventory, two runs at once, a node drained by hand) run in tier_lab_extended: CI's time;
     # the unit tier's integration tests run each against a real Slurm
     lab_rerun=0 _lab_step "rollout: Slurm drain, failed gate" python3 tests/lab/rollout.py -i "$inv" --scenarios gate
+    # the driver stack's day two, short form: the lab's signed DOCA stand-in repository served, and a
+    # release it lacks refused before any node is drained (the upgrade, downgrade and broken release
+    # through Slurm run in tier_lab_extended: about 20 minutes)
+    lab_rerun=0 _lab_step "driver: a DOCA release not in the repository refused" lab_driver_version_refused "$inv"
     _lab_step "switch port at 1500 drops jumbo" lab_switch_port_check
     # vm3 (netplan) and tests/lab/mtu.yml on three VMs run in tier_lab_extended (ifupdown and
     # networkd are proven here across a reboot; netplan by molecule's nic_mtu scenario with the
