@@ -33,6 +33,7 @@ Needs dpkg-deb and gpg on the machine that runs it; nothing else.
 """
 
 import argparse
+import contextlib
 import email.utils
 import gzip
 import hashlib
@@ -332,10 +333,40 @@ def test_key(gnupghome):
     return fpr
 
 
+@contextlib.contextmanager
+def short_homedir(gnupghome):
+    """The GnuPG home directory under a short path for the gpg calls of one build.
+
+    gpg-agent puts its sockets in the home directory (this machine has no /run/user/UID for them),
+    and a Unix socket's path may not be longer than 107 bytes: a deep directory, such as a test's
+    tmp_path under pytest-xdist, fails key generation with "No agent running". A symlink in a
+    directory of its own under /tmp names it in a few bytes; the agent is stopped afterwards.
+    """
+    os.makedirs(gnupghome, mode=0o700, exist_ok=True)
+    link_dir = tempfile.mkdtemp(prefix="rdg.", dir="/tmp")
+    link = os.path.join(link_dir, "h")
+    os.symlink(os.path.abspath(gnupghome), link)
+    try:
+        yield link
+    finally:
+        try:
+            subprocess.run(["gpgconf", "--homedir", link, "--kill", "gpg-agent"], check=False,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except OSError:
+            pass  # no gpgconf: the agent ends by itself when its sockets go
+        shutil.rmtree(link_dir, ignore_errors=True)
+
+
 def doca_repo(args):
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    gnupghome = args.gnupghome or os.path.join(out, ".gnupg")
+    with short_homedir(args.gnupghome or os.path.join(out, ".gnupg")) as gnupghome:
+        _doca_repo(args, out, gnupghome)
+    if not args.gnupghome:
+        shutil.rmtree(os.path.join(out, ".gnupg"), ignore_errors=True)
+
+
+def _doca_repo(args, out, gnupghome):
     fpr = test_key(gnupghome)
     versions = args.version or ["3.2.1"]
     broken = [version for version in args.broken or [] if version not in versions]
@@ -350,8 +381,6 @@ def doca_repo(args):
     with open(os.path.join(out, "GPG-KEY-test.pub"), "wb") as handle:
         handle.write(key)
     index(out, gnupghome, fpr)
-    if not args.gnupghome:
-        shutil.rmtree(os.path.join(out, ".gnupg"), ignore_errors=True)
     result = dict(fingerprint=fpr, versions={v: DOCA_RELEASES[v] for v in versions}, out=out)
     if args.flavour != "molecule" or broken:
         result.update(flavour=args.flavour, broken=broken)

@@ -168,3 +168,22 @@ def test_doca_repo_prints_one_json_line_serves_the_repository_and_stops_with_the
     assert json.loads(capsys.readouterr().out) == repo and docarepo.server_pid(str(state)) == pid
     assert docarepo.stop(str(state)) == pid
     assert docarepo.server_pid(str(state)) is None and not docarepo.answers(port, 0.5)
+
+
+def test_a_signing_key_in_a_deep_directory_is_made_and_used(tmp_path):
+    # gpg-agent's sockets go in the GnuPG home directory, and a Unix socket's path is at most 107 bytes:
+    # the repository's key in a directory as deep as a test's tmp_path under pytest-xdist (the CI run's
+    # failure: "No agent running") must still be generated and sign the index
+    deep = tmp_path / ("d" * 60) / "state" / "doca-repo"
+    gnupghome = deep / "gnupg"
+    assert len(str(gnupghome / "S.gpg-agent.browser")) > 107
+    proc = subprocess.run([sys.executable, BUILD, "doca-repo", str(deep / "repo"), "--version", "3.2.1",
+                           "--gnupghome", str(gnupghome)], check=False, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    built = json.loads(proc.stdout)
+    signed = (deep / "repo" / "InRelease").read_text()
+    assert "BEGIN PGP SIGNED MESSAGE" in signed
+    listing = subprocess.run(["gpg", "--homedir", str(gnupghome), "--with-colons", "--list-keys"],
+                             check=False, capture_output=True, text=True).stdout
+    assert built["fingerprint"] in listing
+    assert not list(gnupghome.glob("S.gpg-agent*")), "the build's gpg-agent was left running"
