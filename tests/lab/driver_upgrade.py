@@ -119,8 +119,8 @@ class Watch:
 
 def step_install(run, ctx):
     # (a host an earlier run left on another release goes back to OLD too)
-    rc, out, _ = run({}, {"rdmaops_scheduler": "none"}, tags="ofed",
-                     inventory_vars=role_vars(ctx["repo"], ctx["old"], ofed_allow_downgrade=True))
+    rc, out, _reports = run({}, {"rdmaops_scheduler": "none"}, tags="ofed",
+                            inventory_vars=role_vars(ctx["repo"], ctx["old"], ofed_allow_downgrade=True))
     expect(rc == 0, "DOCA %s installed from the lab's repository without the scheduler" % ctx["old"], out)
     for vm in ("vm1", "vm2"):
         version, info, rxe = installed(vm)
@@ -130,7 +130,7 @@ def step_install(run, ctx):
 
 def step_missing(run, ctx):
     with Watch() as watch:
-        rc, out, _ = run({}, {}, tags="ofed", inventory_vars=role_vars(ctx["repo"], ctx["repo"]["missing"]))
+        rc, out, _reports = run({}, {}, tags="ofed", inventory_vars=role_vars(ctx["repo"], ctx["repo"]["missing"]))
     expect(rc != 0, "a release the repository lacks fails the run", out)
     found = re.search(r"doca-ofed %s\S* is not in the repository [^,]*, which has [^:]*" % re.escape(ctx["repo"]["missing"]), out)
     expect(found is not None, "refused: %s" % (found.group(0) if found else ""), out)
@@ -152,8 +152,8 @@ def rolled(run, ctx, version, extra_vars):
             # Debian's rdma-core loads rpcrdma and ib_iser in the VMs, which make a driver restart unsafe by
             # the role's rule: without consent the class is reboot, and Slurm's reboot of a TCG VM outlasts
             # its ResumeTimeout (the node goes DOWN, the next wave is deferred). The scenario consents.
-            rc, out, _ = run({}, {"validate_rdma": True}, tags="ofed",
-                             inventory_vars=role_vars(ctx["repo"], version, ofed_allow_driver_restart=True, **extra_vars))
+            rc, out, _reports = run({}, {"validate_rdma": True}, tags="ofed",
+                                    inventory_vars=role_vars(ctx["repo"], version, ofed_allow_driver_restart=True, **extra_vars))
     finally:
         ssh("vm1", "touch %s" % release)
     return rc, out, watch, job
@@ -205,11 +205,11 @@ def step_broken(run, ctx):
 
 
 def step_restore(run, ctx):
-    rc, out, _ = run({}, {"rdmaops_scheduler": "none"}, tags="ofed",
-                     inventory_vars=role_vars(ctx["repo"], ctx["old"], ofed_allow_downgrade=True))
+    rc, out, _reports = run({}, {"rdmaops_scheduler": "none"}, tags="ofed",
+                            inventory_vars=role_vars(ctx["repo"], ctx["old"], ofed_allow_downgrade=True))
     expect(rc == 0, "vm1 back to DOCA %s (the half-configured broken release replaced)" % ctx["old"], out)
-    rc, out, _ = run({}, {"rdmaops_scheduler": "none"}, tags="ofed",
-                     inventory_vars=role_vars(ctx["repo"], ctx["old"], ofed_provider="inbox"))
+    rc, out, _reports = run({}, {"rdmaops_scheduler": "none"}, tags="ofed",
+                            inventory_vars=role_vars(ctx["repo"], ctx["old"], ofed_provider="inbox"))
     expect(rc == 0, "both back to the inbox stack (ofed_provider inbox)", out)
     for vm in ("vm1", "vm2"):
         ssh(vm, "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q dkms >/dev/null 2>&1 || true")
