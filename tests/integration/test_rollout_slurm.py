@@ -232,6 +232,26 @@ def test_kernel_arguments_are_written_in_place_and_the_host_drained_for_the_rebo
     assert "gpu2 needs a reboot for" in out and calls.read_text() == "update-grub\n"
 
 
+def test_a_host_whose_reboot_comes_later_is_not_gated_before_it(tmp_path, cluster, hosts):
+    """With the gate on, a change that takes effect at a reboot Ansible does not do (rdmaops_reboot: never
+    here; scheduler hands it to Slurm, which reboots the node when idle) is not validated before that
+    reboot: the gate would test the old state, or a host going down. The report says so; the host that
+    changed in place is gated as before."""
+    dropin, calls = boot_config(hosts, "gpu2")
+    inv = inventory(tmp_path, hosts, rdmaops_reboot="never", rdmaops_gate="validate", validate_rdma=False,
+                    validate_qos=False, validate_nccl=False, validate_report_dir=str(tmp_path / "reports"),
+                    gpu2={"tuning_gpudirect_iommu": "passthrough"})
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    assert "iommu=pt" in dropin.read_text() and calls.read_text() == "update-grub\n"
+    assert ("gate not run: the change takes effect at the reboot, validate the host once it is back "
+            "(playbooks/validate.yml --limit gpu2)") in " ".join(out.split()), out[-6000:]
+    state, reason = cluster.node("vm2")
+    assert "DRAIN" in state.split("+") and reason.startswith("rdmaops.roce: reboot: tuning: boot with iommu=pt"), (state, reason)
+    assert "gpu1: changed in place; gate passed" in out, out[-6000:]
+    assert in_service(cluster, "vm1")
+
+
 def test_a_node_drained_by_hand_is_changed_but_neither_rebooted_nor_resumed(tmp_path, cluster, hosts):
     """A change that needs a reboot, on a node an admin drained: it is idle and out of service, so
     the kernel arguments are written, but the reboot is not handed to Slurm (which would replace the
