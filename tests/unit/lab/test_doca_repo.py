@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -186,4 +187,8 @@ def test_a_signing_key_in_a_deep_directory_is_made_and_used(tmp_path):
     listing = subprocess.run(["gpg", "--homedir", str(gnupghome), "--with-colons", "--list-keys"],
                              check=False, capture_output=True, text=True).stdout
     assert built["fingerprint"] in listing
+    # the agent removes its sockets as it exits, after gpgconf --kill returns: give it a moment under load
+    deadline = time.time() + 15
+    while list(gnupghome.glob("S.gpg-agent*")) and time.time() < deadline:
+        time.sleep(0.2)
     assert not list(gnupghome.glob("S.gpg-agent*")), "the build's gpg-agent was left running"
