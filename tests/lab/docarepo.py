@@ -11,11 +11,12 @@ fails). MISSING is a release the repository does not hold.
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
+
+import procs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(os.path.dirname(HERE), "tools", "ofed_standins", "build.py")
@@ -114,25 +115,12 @@ def start(state_dir, ssh_base_port, timeout=20):
     return describe(built, ssh_base_port)
 
 
-def running(pid):
-    """Whether ``pid`` is a process that has not exited (a zombie has: its sockets are closed)."""
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def stop(state_dir, grace=5.0):
-    """Stop this lab's repository server; returns its PID or None when none ran."""
+    """Stop this lab's repository server (procs.stop_pid: SIGKILL after ``grace`` seconds); returns its
+    PID or None when none ran."""
     pid = server_pid(state_dir)
     if pid is not None:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.time() + grace
-        while running(pid) and time.time() < deadline:
-            time.sleep(0.1)
-        if running(pid):
-            os.kill(pid, signal.SIGKILL)
+        procs.stop_pid(pid, grace)
     try:
         os.unlink(paths(state_dir)["pid"])
     except FileNotFoundError:

@@ -37,7 +37,6 @@ import re
 import secrets
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -48,6 +47,8 @@ import docarepo
 import health
 import imagebuild
 import slurmlab
+# SIGTERM, SIGKILL after a grace (a VM's disk is a throw-away overlay), a zombie counts as gone
+from procs import stop_pid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -1446,22 +1447,6 @@ class Lab:
         with self.lock():
             self.save(record)
         log("%s rebooted in %.1f s" % (name, time.monotonic() - t0))
-
-
-def stop_pid(pid, grace=10.0):
-    """SIGTERM, then SIGKILL after grace seconds. The VM's disk is a throw-away overlay."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not os.path.exists("/proc/%d" % pid):
-            return
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 5
-    while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
 
 
 # --------------------------------------------------------------------------- commands
