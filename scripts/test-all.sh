@@ -20,6 +20,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib/bootstrap.sh"
 # shellcheck source=scripts/lib/collection-tree.sh
 source "$(dirname "$0")/lib/collection-tree.sh"
+# shellcheck source=scripts/lib/lanes.sh
+source "$(dirname "$0")/lib/lanes.sh"
 # shellcheck source=scripts/lib/tier-molecule.sh
 source "$(dirname "$0")/lib/tier-molecule.sh"
 # shellcheck source=scripts/lib/tier-lab.sh
@@ -197,36 +199,28 @@ for name in "${SELECTED[@]}"; do
 done
 
 # The static tiers run at once when more than one of them is selected: sanity on its own, the others
-# one after another beside it. Each is single-threaded for most of its time, so on two cores this
-# saves about two minutes; each one's output is printed, in order, when all are done.
+# one after another beside it (tier_together). Each is single-threaded for most of its time, so on two
+# cores this saves about two minutes; each one's output is printed, in order, when all are done.
 TOGETHER=(sanity lint docs consumer)
 
-# _tier_logged NAME DIR: tier NAME with errexit, its output to DIR/NAME.log, "SECONDS RC" to DIR/NAME.time
-_tier_logged() {
-  local name=$1 dir=$2 start=$SECONDS rc
-  set +e
-  (set -e; log "tier: $name"; "tier_$name") > "$dir/$name.log" 2>&1
-  rc=$?
-  set -e
-  echo "$((SECONDS - start)) $rc" > "$dir/$name.time"
-  return 0
-}
+# _tier_by_name NAME: tier NAME (a job of the lanes in tier_together)
+_tier_by_name() { "tier_$1"; }
 
 tier_together() {
-  local dir="$BUILD_DIR/tier-logs" name rc=0 took tier_rc pids=() start=$SECONDS
-  rm -rf "$dir"
-  mkdir -p "$dir"
+  local dir="$BUILD_DIR/tier-logs" name rc=0 took tier_rc start=$SECONDS lanes=1
+  local -a order=()
   log "tiers at once: $* (sanity beside the others; their output follows when all are done)"
+  # sanity first, in a lane of its own while it runs, the others one after another in the second lane
+  # (scripts/lib/lanes.sh: a lane free before the others are done takes the next one)
   if [[ " $* " == *" sanity "* ]]; then
-    _tier_logged sanity "$dir" &
-    pids+=($!)
+    order+=(sanity)
+    lanes=2
   fi
-  (for name in "$@"; do [ "$name" = sanity ] || _tier_logged "$name" "$dir"; done) &
-  pids+=($!)
-  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  for name in "$@"; do [ "$name" = sanity ] || order+=("$name"); done
+  lanes_run "$dir" "$lanes" tier _tier_by_name "${order[@]}"
+  lanes_print "$dir" tier "$@"
   for name in "$@"; do
-    cat "$dir/$name.log" 2>/dev/null || echo "tier $name left no output"
-    read -r took tier_rc < "$dir/$name.time" 2>/dev/null || { took='?'; tier_rc=1; }
+    read -r took tier_rc < <(lanes_result "$dir" "$name")
     TIMINGS+=("$(printf '%-22s %5ss%s' "$name" "$took" "$([ "$tier_rc" = 0 ] || echo '  FAILED')")")
     [ "$tier_rc" = 0 ] || rc=1
   done

@@ -8,7 +8,12 @@
 # Needs root (rootful podman, debootstrap) and bootstrap() from scripts/lib/bootstrap.sh
 # (the virtualenv on PATH, this checkout linked as build/collections/.../rdmaops/roce).
 
+# shellcheck source=scripts/lib/lanes.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lanes.sh"
+
 tier_molecule() {
+  local lanes="${RDMAOPS_MOLECULE_LANES:-2}"
+  [[ $lanes =~ ^[1-9][0-9]*$ ]] || { echo "RDMAOPS_MOLECULE_LANES: a whole number of scenarios at once, 1 or more (not '$lanes')" >&2; return 2; }
   ensure_apt podman runc conmon containernetworking-plugins debootstrap gnupg
   # Podman's defaults fail on our CI machines; the project's containers.conf fixes that
   # without touching /etc (molecule.yml passes the same file to ansible and testinfra).
@@ -38,33 +43,22 @@ tier_molecule() {
   done
 
   # Scenarios run in RDMAOPS_MOLECULE_LANES lanes at once (default 2), longest first, each lane taking
-  # the next scenario when its own ends. A scenario spends about half its time waiting on apt, dpkg
-  # and systemd inside its container, so two at once keep both cores busy. Each scenario's output goes
-  # to build/molecule-logs/NAME.log and is printed, in order, when all are done; a line says when
-  # each one ends.
-  local dir="${BUILD_DIR:-$REPO_ROOT/build}/molecule-logs" lanes="${RDMAOPS_MOLECULE_LANES:-2}" lane took rc_file
-  local -a pids=()
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  _molecule_by_cost "${scenarios[@]}" > "$dir/queue"
-  log "molecule scenarios, $lanes at once: $(tr '\n' ' ' < "$dir/queue")"
+  # the next scenario when its own ends (scripts/lib/lanes.sh). A scenario spends about half its time
+  # waiting on apt, dpkg and systemd inside its container, so two at once keep both cores busy. Each
+  # scenario's output goes to build/molecule-logs/NAME.log and is printed, in order, when all are
+  # done; a line says when each one ends.
+  local dir="${BUILD_DIR:-$REPO_ROOT/build}/molecule-logs" took
+  local -a ordered=()
+  mapfile -t ordered < <(_molecule_by_cost "${scenarios[@]}")
+  log "molecule scenarios, $lanes at once: ${ordered[*]}"
   start=$SECONDS
-  for ((lane = 1; lane <= lanes; lane++)); do
-    _molecule_lane "$dir" &
-    pids+=($!)
-  done
-  for lane in "${pids[@]}"; do wait "$lane" || true; done
-
-  while read -r name; do
-    log "molecule scenario: $name"
-    cat "$dir/$name.log" 2>/dev/null || echo "scenario $name left no output"
-  done < <(_molecule_by_cost "${scenarios[@]}")
-  while read -r name; do
-    rc_file="$dir/$name.time"
-    read -r took rc < "$rc_file" 2>/dev/null || { took='?'; rc='?'; }
+  lanes_run "$dir" "$lanes" "molecule scenario" _molecule_test "${ordered[@]}"
+  lanes_print "$dir" "molecule scenario" "${ordered[@]}"
+  for name in "${ordered[@]}"; do
+    read -r took rc < <(lanes_result "$dir" "$name")
     [ "$rc" = 0 ] || failed+=("$name")
     timings+=("$(printf '  %-20s %5ss %s' "$name" "$took" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (rc=$rc)")")")
-  done < <(_molecule_by_cost "${scenarios[@]}")
+  done
   timings+=("$(printf '  %-20s %5ss' "(all, $lanes at once)" "$((SECONDS - start))")")
 
   log "molecule scenarios"
@@ -90,18 +84,8 @@ _molecule_by_cost() {
   done
 }
 
-# _molecule_lane DIR: take the first name off DIR/queue (under a lock) and run `molecule test` for it,
-# until the queue is empty; NAME's output to DIR/NAME.log, "SECONDS RC" to DIR/NAME.time.
-_molecule_lane() {
-  local dir=$1 name start rc
-  while :; do
-    # shellcheck disable=SC2016  # expanded by sh; a lock file of its own (sed -i replaces the queue)
-    name=$(flock "$dir/queue.lock" sh -c 'head -n 1 "$1"; sed -i 1d "$1"' _ "$dir/queue")
-    [ -n "$name" ] || return 0
-    start=$SECONDS
-    rc=0
-    (cd "$REPO_ROOT" && molecule test -s "$name") > "$dir/$name.log" 2>&1 || rc=$?
-    echo "$((SECONDS - start)) $rc" > "$dir/$name.time"
-    log "molecule scenario $name: $([ "$rc" -eq 0 ] && echo ok || echo "FAILED (rc=$rc)") in $((SECONDS - start)) s"
-  done
+# _molecule_test NAME: one scenario, from the checkout (a job of the lanes above)
+_molecule_test() {
+  cd "$REPO_ROOT"
+  molecule test -s "$1"
 }
