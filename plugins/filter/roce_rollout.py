@@ -10,6 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.policy import (
     exceeds,
+    failure_finding,
     gate_partners,
     gate_partners_all,
     highest,
@@ -68,8 +69,13 @@ def roce_rollout_partners(wave, order, candidates):
     return gate_partners(list(order), list(wave), list(candidates))
 
 
+def roce_rollout_failure(result):
+    """Why a task failed, in one line (see roce_rollout_failure.yml)."""
+    return failure_finding(result)
+
+
 class FilterModule:
     def filters(self):
         return {"roce_rollout": roce_rollout, "roce_disruption_exceeds": roce_disruption_exceeds,
                 "roce_disruption_highest": roce_disruption_highest, "roce_rollout_waves": roce_rollout_waves,
-                "roce_rollout_partners": roce_rollout_partners}
+                "roce_rollout_partners": roce_rollout_partners, "roce_rollout_failure": roce_rollout_failure}

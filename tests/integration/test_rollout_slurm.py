@@ -46,6 +46,8 @@ if flag == "-g":
     current = current.replace("RX:\t\t256", "RX:\t\t%d" % state["rx"]).replace("TX:\t\t256", "TX:\t\t%d" % state["tx"])
     sys.stdout.write(head + "Current hardware settings:" + current); sys.exit(0)
 if flag == "-G":
+    if state.get("ignore"):  # a driver that takes the change and does not make it
+        sys.exit(0)
     args = sys.argv[3:]
     for key, value in zip(args[::2], args[1::2]):
         state[key] = int(value)
@@ -363,6 +365,35 @@ def test_a_host_that_fails_the_gate_stays_drained_with_the_finding(tmp_path, clu
     assert (tmp_path / "reports").is_dir()
     # waves of one (rdmaops_max_unavailable 1): gpu2's wave never started
     assert ring_state(hosts, "gpu2")["rx"] == 256 and in_service(cluster, "vm2")
+
+
+def test_a_host_whose_second_pass_fails_stays_drained_with_what_failed(tmp_path, cluster, hosts):
+    """The drained, idle host's change fails (its NIC takes the ring size and keeps the old one, which
+    the layer's re-read finds): it stays drained with the finding in its reason, the run fails naming
+    the task, and the next wave never starts."""
+    state = ring_state(hosts, "gpu1")
+    state["ignore"] = True
+    (hosts["gpu1"]["tools"] / "ethtool-state.json").write_text(json.dumps(state))
+    inv = inventory(tmp_path, hosts, tuning_nic_rings=rings(128))
+    proc, out = site(cluster, inv)
+    assert proc.returncode != 0
+    node_state, reason = cluster.node("vm1")
+    assert "DRAIN" in node_state.split("+"), node_state
+    assert reason.startswith("rdmaops.roce: failed: ") and "ens4" in reason, reason
+    assert "rx ring is 256 after setting 128" in reason and "(for link_reset: ens4" in reason, reason
+    assert "gpu1 (node vm1): the second pass failed at " in out and "(rdmaops.roce.tuning_layer)" in out, out[-3000:]
+    assert "It stays drained, with this in its drain reason" in out and "The next wave is not started" in out
+    assert ring_state(hosts, "gpu1")["rx"] == 256
+    # waves of one (rdmaops_max_unavailable 1): gpu2's wave never started
+    assert ring_state(hosts, "gpu2")["rx"] == 256 and in_service(cluster, "vm2")
+    # the cause fixed, the next run finishes the host and puts it back in service
+    state = ring_state(hosts, "gpu1")
+    state["ignore"] = False
+    (hosts["gpu1"]["tools"] / "ethtool-state.json").write_text(json.dumps(state))
+    proc, out = site(cluster, inv)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr
+    assert ring_state(hosts, "gpu1")["rx"] == 128 and ring_state(hosts, "gpu2")["rx"] == 128
+    assert in_service(cluster, "vm1") and in_service(cluster, "vm2")
 
 
 # -- the scheduler module against the real Slurm: someone else's drain, hangs, odd bytes ----------

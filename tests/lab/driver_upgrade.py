@@ -15,8 +15,9 @@ ofed_doca_gpg_key_url, ofed_doca_gpg_key_fingerprint, ofed_doca_version), waves 
              partner rolled out, vm2's pairs with vm1 by path only), vm1 is resumed; then vm2, never both
              out at once (ofed_allow_driver_restart: true, see rolled())
   downgrade  the same back to OLD, with ofed_allow_downgrade
-  broken     a NEW release whose mlnx-ofed-kernel-dkms postinst fails: vm1 stays drained (the rollout's
-             reason names the versions; the play fails with apt's error), vm2 is untouched (OLD, in service)
+  broken     a NEW release whose mlnx-ofed-kernel-dkms postinst fails: vm1 stays drained (its reason says
+             what failed, the package's postinst, and names the versions; the play fails with apt's error),
+             vm2 is untouched (OLD, in service)
   restore    the lab put back as it was converged: vm1 to OLD, both to the inbox stack (ofed_provider inbox,
              which removes the DOCA packages and the repository), the stand-in dkms purged, vm1 resumed
 
@@ -197,6 +198,8 @@ def step_broken(run, ctx):
     print("  vm1 after the run: %s, reason %r" % (state, reason))
     expect("DRAIN" in state and ctx["installed"] in (reason or "") and broken in (reason or ""),
            "vm1 stays drained, the reason names both versions", out)
+    expect((reason or "").startswith("rdmaops.roce: failed: ") and "mlnx-ofed-kernel-dkms postinst failed" in reason,
+           "vm1's reason says what failed (the package whose postinst failed)", out)
     expect("mlnx-ofed-kernel-dkms" in out and re.search(r"Bad return status|post-installation script", out) is not None,
            "the run's failure names the package whose postinst failed", out)
     expect(not watch.reasons("vm2") and "DRAIN" not in node("vm2")[0], "vm2 was never drained")

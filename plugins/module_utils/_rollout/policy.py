@@ -211,3 +211,72 @@ def gate_partners_all(order, waves, candidates):
                 chosen.append(spot)
         out.append([order[spot] for spot in chosen])
     return out
+
+
+# What a failed task's output says went wrong, in the words of the tool that said it: the package
+# manager's script and DKMS lines name the package and the kernel, where the task's own message
+# names only the command it ran.
+_FAILURE_LINES = (
+    # dpkg >= 1.19: " installed mlnx-ofed-kernel-dkms package post-installation script subprocess
+    # returned error exit status 10"
+    (re.compile(r"(?:installed|new|old) (\S+) package ((?:pre|post)-(?:installation|removal)) script subprocess "
+                r"returned error exit status (\d+)"), "{0} {1} failed (exit status {2})"),
+    (re.compile(r"Error! Bad return status for module build on kernel: (\S+)"), "DKMS build failed on {0}"),
+    (re.compile(r"Error in (PREIN|POSTIN|PREUN|POSTUN|PRETRANS|POSTTRANS) scriptlet in rpm package (\S+)"),
+     "{1} {0} scriptlet failed"),
+    (re.compile(r"modprobe: ERROR: could not insert '([^']+)': (.+)"), "modprobe {0}: {1}"),
+    (re.compile(r"modprobe: FATAL: Module (\S+) not found"), "modprobe {0}: module not found"),
+)
+# Debian's names for a package's maintainer scripts, shorter than dpkg's words (a reason has 200 characters)
+_SCRIPTS = {"pre-installation": "preinst", "post-installation": "postinst", "pre-removal": "prerm",
+            "post-removal": "postrm"}
+# dpkg's summary of a package it could not configure (a failed script, or a dependency of one):
+# named only when no line above says what failed
+_NOT_CONFIGURED = re.compile(r"dpkg: error processing (?:package )?(\S+) \(--configure\)")
+_FAILURE_MAX = 150
+
+
+def failure_finding(result):
+    """One line saying why a task failed, for a drained host's reason and the rollout's report:
+    the package manager's, DKMS's and modprobe's own lines when its output has them (several joined,
+    in the order they came), else the message's ``E:`` lines or its first line. ``result`` is the
+    failed task's result (anything: it never raises)."""
+    if not isinstance(result, dict):
+        return "the task failed"
+    # a loop's result holds each item's under results
+    parts = [result] + [item for item in result.get("results") or [] if isinstance(item, dict)
+                        and item.get("failed")] if isinstance(result.get("results"), list) else [result]
+    lines = "\n".join(_text(part.get(key)) for part in parts for key in ("stdout", "stderr", "msg", "module_stdout",
+                                                                         "module_stderr")).splitlines()
+    found, unconfigured = [], []
+    for line in lines:
+        for pattern, form in _FAILURE_LINES:
+            match = pattern.search(line)
+            if match:
+                finding = form.format(*[_SCRIPTS.get(group, group) for group in match.groups()])
+                if finding not in found:
+                    found.append(finding)
+                break
+        else:
+            match = _NOT_CONFIGURED.search(line)
+            if match and match.group(1) not in unconfigured:
+                unconfigured.append(match.group(1))
+    if not found:
+        found = ["%s not configured" % name for name in unconfigured]
+    if not found:
+        # the first failed item's message says more than a loop's "One or more items failed"
+        message = _text((parts[1:] or parts)[0].get("msg")).splitlines()
+        errors = [line.strip() for line in message if line.strip().startswith("E: ")]
+        found = errors or [next((line.strip() for line in message if line.strip()), "the task failed")]
+    text = " ".join("; ".join(found).split())
+    return text if len(text) <= _FAILURE_MAX else text[:_FAILURE_MAX - 3] + "..."
+
+
+def _text(value):
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return "\n".join(_text(item) for item in value)
+    text = value if isinstance(value, str) else str(value)
+    # control characters (a terminal's colours, a NUL) never reach a scheduler's reason
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", " ", text)
