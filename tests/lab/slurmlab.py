@@ -30,10 +30,11 @@ import base64
 import hashlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
+
+from procs import stop_pid
 
 SLURM_PORT_OFFSET = 4000  # slurmctld at the lab's SSH base port + this, vmN's slurmd at + N
 HOST_FROM_VM = "10.0.2.2"  # QEMU user-mode networking: the host's loopback, seen from a VM
@@ -269,11 +270,5 @@ class SlurmLab:
             pid = _pid_alive(pidfile, name)
             if not pid:
                 continue
-            os.kill(pid, signal.SIGTERM)
-            for _attempt in range(100):
-                if not _pid_alive(pidfile, name):
-                    break
-                time.sleep(0.1)
-            else:
-                os.kill(pid, signal.SIGKILL)
+            stop_pid(pid, grace=10.0)
         shutil.rmtree(self.socket_dir, ignore_errors=True)
