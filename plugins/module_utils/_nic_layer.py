@@ -27,8 +27,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, Engine, execute, failure
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan, max_disruption_spec
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.redact import redact
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.ports import roce_ports
@@ -41,6 +43,99 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._qos import boot, ecn
 PARTS = ("qos", "ecn", "tos")
 # link_mtu's options, passed through to each link's engine
 LINK_MTU_KEYS = ("mtu", "persist", "backend", "raise_lower", "allow_management_change", "management_interfaces")
+
+
+def argument_spec():
+    """The argument spec of rdmaops.roce.nic_layer, which rdmaops.roce.validate_probe also checks its
+    ``nic_read`` against (:func:`check_read`). The network stacks' names are imported here, not with
+    the engines: a QoS-only read loads none of _netconf."""
+    from ansible_collections.rdmaops.roce.plugins.module_utils._netconf.stacks import BACKEND_CHOICES
+
+    return dict(
+        max_disruption=max_disruption_spec(),
+        link_mtu=dict(
+            type="dict",
+            options=dict(
+                interfaces=dict(type="list", elements="str", default=[]),
+                mtu=dict(type="int"),
+                persist=dict(type="bool", default=True),
+                backend=dict(type="str", default="auto", choices=list(BACKEND_CHOICES)),
+                raise_lower=dict(type="bool", default=True),
+                allow_management_change=dict(type="bool", default=False),
+                management_interfaces=dict(type="list", elements="str", default=[]),
+            ),
+        ),
+        ports=dict(
+            type="list",
+            elements="dict",
+            default=[],
+            options=dict(
+                interface=dict(type="str", required=True),
+                device=dict(type="str", required=True),
+                port=dict(type="int", default=1),
+                qos=dict(type="dict"),
+                ecn=dict(type="dict"),
+                tos=dict(type="dict"),
+            ),
+        ),
+        rails=dict(
+            type="dict",
+            options=dict(
+                links=dict(
+                    type="list",
+                    elements="dict",
+                    default=[],
+                    options=dict(
+                        rail=dict(type="str"),
+                        interface=dict(type="str", required=True),
+                        address=dict(type="str", required=True),
+                        prefix=dict(type="int", required=True),
+                        network=dict(type="str"),
+                        gateway=dict(type="str"),
+                        table=dict(type="int", required=True),
+                        rule_priority=dict(type="int", default=1000),
+                    ),
+                ),
+                exclusive=dict(type="bool", default=False),
+                arp_ignore=dict(type="int", default=1),
+                arp_announce=dict(type="int", default=2),
+                rp_filter=dict(type="int", default=2),
+                persist=dict(type="bool", default=True),
+                backend=dict(type="str", default="auto", choices=list(BACKEND_CHOICES)),
+            ),
+        ),
+        unsupported=dict(type="str", choices=["warn", "fail"], default="warn"),
+        boot_reapply=dict(type="bool", default=True),
+        adopt=dict(type="bool", default=False),
+    )
+
+
+def check_read(module, params):
+    """rdmaops.roce.nic_layer run with ``params`` in check mode inside another module's run
+    (rdmaops.roce.validate_probe: the validate role's QoS and rails read, in a call it makes anyway),
+    whatever that module's own check mode: the same argument spec, the same engine, reading and
+    planning, never applying. Its warnings go to ``module``. Returns what nic_layer would return, or,
+    where nic_layer would fail (bad options, a port or rail it cannot read), ``failed: true`` and
+    ``msg`` with what it read before: the caller reports it, it does not fail."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+    checked = ArgumentSpecValidator(argument_spec()).validate(params if isinstance(params, dict) else {})
+    if checked.error_messages or not isinstance(params, dict):
+        return dict(failed=True, changed=False, msg="; ".join(checked.error_messages) or "the read's options must be a mapping")
+    ctx = Context(module)
+    ctx.check_mode = True  # reads and plans, never applies
+    engine = plan = None
+    try:
+        engine = NicLayer(ctx, checked.validated_parameters)
+        plan = Plan()
+        result, plan = execute(engine, plan)
+        result.update(failed=False)
+    except RdmaopsError as exc:
+        result = failure(exc, engine, plan)
+        result.update(failed=True)
+    for warning in ctx.warnings:
+        module.warn(redact(warning, ctx.secrets))
+    return redact(result, ctx.secrets)
 
 
 def ports_from_intent(rdma, intent, interfaces=None):

@@ -294,72 +294,11 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
-from ansible_collections.rdmaops.roce.plugins.module_utils._netconf.stacks import BACKEND_CHOICES
-from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer
+from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer, argument_spec
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            max_disruption=max_disruption_spec(),
-            link_mtu=dict(
-                type="dict",
-                options=dict(
-                    interfaces=dict(type="list", elements="str", default=[]),
-                    mtu=dict(type="int"),
-                    persist=dict(type="bool", default=True),
-                    backend=dict(type="str", default="auto", choices=list(BACKEND_CHOICES)),
-                    raise_lower=dict(type="bool", default=True),
-                    allow_management_change=dict(type="bool", default=False),
-                    management_interfaces=dict(type="list", elements="str", default=[]),
-                ),
-            ),
-            ports=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    interface=dict(type="str", required=True),
-                    device=dict(type="str", required=True),
-                    port=dict(type="int", default=1),
-                    qos=dict(type="dict"),
-                    ecn=dict(type="dict"),
-                    tos=dict(type="dict"),
-                ),
-            ),
-            rails=dict(
-                type="dict",
-                options=dict(
-                    links=dict(
-                        type="list",
-                        elements="dict",
-                        default=[],
-                        options=dict(
-                            rail=dict(type="str"),
-                            interface=dict(type="str", required=True),
-                            address=dict(type="str", required=True),
-                            prefix=dict(type="int", required=True),
-                            network=dict(type="str"),
-                            gateway=dict(type="str"),
-                            table=dict(type="int", required=True),
-                            rule_priority=dict(type="int", default=1000),
-                        ),
-                    ),
-                    exclusive=dict(type="bool", default=False),
-                    arp_ignore=dict(type="int", default=1),
-                    arp_announce=dict(type="int", default=2),
-                    rp_filter=dict(type="int", default=2),
-                    persist=dict(type="bool", default=True),
-                    backend=dict(type="str", default="auto", choices=list(BACKEND_CHOICES)),
-                ),
-            ),
-            unsupported=dict(type="str", choices=["warn", "fail"], default="warn"),
-            boot_reapply=dict(type="bool", default=True),
-            adopt=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, NicLayer)
 
 

@@ -15,14 +15,19 @@ description:
   - Internal to the role C(rdmaops.roce.validate), which runs several of its steps on a host as one call of this
     module (the RDMA state with the counters, the pings of every peer and rail, the ARP probes) instead of one task
     per command. Its options and results may change with the role.
-  - With O(rdma_facts) it first reads the host's RDMA state as M(rdmaops.roce.rdma_facts) does and runs O(port_reads)
+  - With O(wait_jobs) it first waits for asynchronous jobs to finish (the role's perftest servers), as
+    M(ansible.builtin.async_status) with C(until) would.
+  - With O(rdma_facts) it reads the host's RDMA state as M(rdmaops.roce.rdma_facts) does and runs O(port_reads)
     on its active RoCE ports, then it runs O(commands) one after another.
+  - With O(nic_read) it last runs M(rdmaops.roce.nic_layer) in check mode with those options, whatever the task's
+    check mode (the same engine, which reads and plans and never applies), and returns its result as RV(nic).
   - Each command runs as M(ansible.builtin.command) would run it (no shell unless the argv calls one); with
     O(commands[].retries) it runs again, after O(commands[].delay) seconds, until it exits 0, or exits 124 (it hung
     under C(timeout)) after at least O(commands[].attempts) runs, as a task's C(until)/C(retries) would.
   - It changes nothing on the host (C(changed) is always false); it fails only on bad options, when the RDMA state
     cannot be read, or on a read marked O(commands[].check) or O(port_reads[].check) that did not exit 0 (after
-    running every command).
+    running every command and the O(nic_read)). A job that failed or did not finish, and a O(nic_read) that
+    M(rdmaops.roce.nic_layer) would fail, are results (RV(jobs), RV(nic)), not a failure of this module.
 author:
   - rdmaops developers (@rdmaops)
 options:
@@ -48,6 +53,33 @@ options:
         description: The module fails, after running every command, when this script did not exit 0.
         type: bool
         default: false
+  wait_jobs:
+    description:
+      - Asynchronous jobs of this host to wait for before anything else, each until its results file says it
+        finished or for at most O(wait_jobs[].seconds) (its C(async) limit, after which Ansible has killed it).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      jid:
+        description: The job's C(ansible_job_id).
+        type: str
+        required: true
+      results_file:
+        description: The job's C(results_file), as the task started with C(async) returned it.
+        type: str
+        required: true
+      seconds:
+        description: The longest wait, in seconds.
+        type: int
+        required: true
+  nic_read:
+    description:
+      - The options of M(rdmaops.roce.nic_layer) (the role gives O(rdmaops.roce.nic_layer#module:ports),
+        O(rdmaops.roce.nic_layer#module:rails), O(rdmaops.roce.nic_layer#module:boot_reapply) and
+        O(rdmaops.roce.nic_layer#module:unsupported)), checked against its argument spec and run in check mode
+        after O(commands).
+    type: dict
   concurrent:
     description:
       - Run every command of O(commands) at once, each with its retries, and return when the last has finished
@@ -126,6 +158,19 @@ ansible_facts:
   description: With O(rdma_facts), C(rdma) as M(rdmaops.roce.rdma_facts) returns it.
   returned: with O(rdma_facts)
   type: dict
+jobs:
+  description:
+    - One per O(wait_jobs), in order - the job's result as M(ansible.builtin.async_status) returns it once
+      C(finished), or C(ansible_job_id) and C(finished) false when it had not finished in time.
+  returned: with O(wait_jobs)
+  type: list
+  elements: dict
+nic:
+  description:
+    - What M(rdmaops.roce.nic_layer) returns in check mode for O(nic_read) (C(ports), C(rails), C(unsupported), ...),
+      with C(failed) false; where nic_layer would fail, C(failed) true, its C(msg) and what it read before.
+  returned: with O(nic_read)
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -155,9 +200,23 @@ def read_facts(module):
     return dict(ansible_facts=dict(rdma=rdma), ports=plan.active_ports(rdma))
 
 
+def read_nic(module, options):
+    """The nic layer's check-mode read (rdmaops.roce.nic_layer's engine, in this run); imported only
+    here, so the other steps' calls do not load the QoS engines."""
+    from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import check_read
+
+    return check_read(module, options)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            wait_jobs=dict(type="list", elements="dict", default=[], options=dict(
+                jid=dict(type="str", required=True),
+                results_file=dict(type="str", required=True),
+                seconds=dict(type="int", required=True),
+            )),
+            nic_read=dict(type="dict"),
             rdma_facts=dict(type="bool", default=False),
             concurrent=dict(type="bool", default=False),
             port_reads=dict(type="list", elements="dict", default=[], options=dict(
@@ -177,6 +236,11 @@ def main():
     )
     params = module.params
     outcome = dict(changed=False)
+    bad = probe.check_jobs(params["wait_jobs"])
+    if bad:
+        module.fail_json(msg="; ".join(bad), **outcome)
+    if params["wait_jobs"]:
+        outcome.update(jobs=probe.wait_for_jobs(params["wait_jobs"]))
     commands = list(params["commands"])
     if params["rdma_facts"]:
         outcome.update(read_facts(module))
@@ -190,6 +254,8 @@ def main():
         results = probe.run_commands(module.run_command, commands)
     failed = probe.failed_checks(commands, results)
     outcome.update(results=results)
+    if params["nic_read"] is not None:
+        outcome.update(nic=read_nic(module, params["nic_read"]))
     if failed:
         module.fail_json(msg="a read failed: %s" % "; ".join(failed), **outcome)
     module.exit_json(**outcome)

@@ -2,7 +2,8 @@
 
 ``python railnetns.py SPEC.json`` is started by the tests under ``unshare --net --mount``: it
 mounts a sysfs of the new namespace on /sys (so /sys/class/net shows its links), creates the veth
-pairs SPEC names, then runs :class:`NicLayer` once per step of SPEC (``check``, ``apply``...) with
+pairs SPEC names, then runs :class:`NicLayer` once per step of SPEC (``check``, ``apply``...; ``probe``
+is validate_probe's read through ``check_read``, in a run not in check mode) with
 ``RDMAOPS_HOST_ROOT`` at a tree whose ``proc`` and ``sys`` are the namespace's own and whose
 ``etc`` is the test's, and prints one JSON document: each step's result (or error), and what
 ``ip -N -j`` and procfs say afterwards.  Real iproute2, real kernel; nothing of the machine's own
@@ -19,7 +20,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import C
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import RdmaopsError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.host import HostRoot
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.runner import CommandRunner
-from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer
+from ansible_collections.rdmaops.roce.plugins.module_utils._nic_layer import NicLayer, check_read
 
 
 class Module:
@@ -55,6 +56,14 @@ def main(spec_path):
         sh(*argv)
     out = dict(steps=[])
     for step in spec["steps"]:
+        if step == "probe":
+            # validate_probe's nic read: nic_layer's engine in check mode, in a call that is not in check mode
+            os.environ["RDMAOPS_HOST_ROOT"] = spec["root"]
+            module = Module(spec["bindir"], False)
+            module.warnings = []
+            module.warn = module.warnings.append
+            out["steps"].append(dict(step=step, result=check_read(module, spec["params"]), warnings=module.warnings))
+            continue
         ctx = Context(Module(spec["bindir"], step == "check"), host=HostRoot(spec["root"]))
         ctx.runner = CommandRunner(ctx.module)
         engine = NicLayer(ctx, spec["params"], environ=spec.get("environ") or {})

@@ -10,7 +10,9 @@ runs several of its steps on a host as one call of this engine instead of one ta
 Ansible's ``until``/``retries``/``delay`` rule when a command asks for it: run again after
 ``delay`` seconds until it exits 0, or exits 124 (``timeout``: it hung) after at least ``attempts``
 runs, at most ``1 + retries`` runs.  :func:`run_concurrently` runs them all at once instead (the
-perftest servers, which must all listen before the clients of another host start).
+perftest servers, which must all listen before the clients of another host start), and
+:func:`wait_for_jobs` waits for asynchronous jobs as ``async_status`` with ``until: finished`` would
+(the perftest servers, waited for in the call that reads the counters after the tests).
 
 Nothing here changes the host.
 """
@@ -19,10 +21,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+import os
+import re
 import threading
 import time
 
 TIMED_OUT = 124
+# an asynchronous job's id as ansible names it (j, a random number, a dot, async_wrapper's pid)
+JOB_ID = re.compile(r"j?[0-9]{1,20}\.[0-9]{1,10}")
 
 
 def _cut(text):
@@ -78,3 +85,59 @@ def failed_checks(commands, results):
     """The reads that had to exit 0 (``check``) and did not: one message each."""
     return ["%s exited %s: %s" % (" ".join(result["cmd"][:3]), result["rc"], (result["stderr"] or result["stdout"])[-200:])
             for command, result in zip(commands, results) if command.get("check") and result["rc"] != 0]
+
+
+def check_jobs(jobs):
+    """The messages for ``jobs`` (``{jid, results_file, seconds}``) that are not an asynchronous
+    job's id and its results file as ansible's async_wrapper names them: checked before anything
+    is read."""
+    bad = []
+    for index, job in enumerate(jobs):
+        jid = "%s" % (job.get("jid"),)
+        path = "%s" % (job.get("results_file"),)
+        if not JOB_ID.fullmatch(jid):
+            bad.append("wait_jobs[%d].jid must be an asynchronous job's id (j, digits, a dot, digits: the ansible_job_id "
+                       "of the task started with async), got %s" % (index, json.dumps(jid[:40])))
+        elif not os.path.isabs(path) or os.path.basename(path) != jid:
+            bad.append("wait_jobs[%d].results_file must be the job's results file (an absolute path ending in its id %s: the "
+                       "results_file of the task started with async), got %s" % (index, jid, json.dumps(path[:200])))
+    return bad
+
+
+def _job_state(path, jid):
+    """The job's result when it has finished, None while it runs (as async_status reads it)."""
+    try:
+        with open(path) as handle:
+            data = json.loads(handle.read())
+    except (IOError, OSError):
+        return dict(ansible_job_id=jid, finished=True, failed=True, msg="could not find job %s (%s)" % (jid, path))
+    except ValueError:
+        return None  # not written yet
+    if not isinstance(data, dict):
+        return dict(ansible_job_id=jid, finished=True, failed=True, msg="could not read the result of job %s" % jid)
+    if data.get("started") and not data.get("finished"):
+        return None
+    data.update(ansible_job_id=jid, finished=True)
+    return data
+
+
+def wait_for_jobs(jobs, sleep=time.sleep, clock=time.monotonic, poll=1):
+    """Wait for each asynchronous job of ``jobs`` (``{jid, results_file, seconds}``, checked by
+    :func:`check_jobs`) until its results file says it finished, at most ``seconds`` from now (after
+    which async_wrapper has killed it); return one result each, in order: the job's own result with
+    ``finished: true``, or ``{ansible_job_id, finished: false}`` when it had not finished in time."""
+    results = []
+    start = clock()
+    for job in jobs:
+        jid = "%s" % job["jid"]
+        deadline = start + max(int(job.get("seconds") or 0), 0)
+        while True:
+            state = _job_state(job["results_file"], jid)
+            if state is not None:
+                break
+            if clock() >= deadline:
+                state = dict(ansible_job_id=jid, finished=False, results_file=job["results_file"])
+                break
+            sleep(poll)
+        results.append(state)
+    return results

@@ -38,7 +38,7 @@ def test_nic_layer_loads_the_mtu_and_rail_engines_only_for_links_and_rails():
     assert "_qos.nic_qos" in loaded and "_qos.ecn" in loaded and "_qos.tos" in loaded
     assert not [name for name in loaded if name.startswith(("_netconf.", "_host.rdma_facts", "_intent"))], sorted(loaded)
     # the module's argument spec names the network stacks without loading their engines
-    loaded = imported_by("import ansible_collections.rdmaops.roce.plugins.modules.nic_layer")
+    loaded = imported_by("from ansible_collections.rdmaops.roce.plugins.modules import nic_layer; nic_layer.argument_spec()")
     assert "_netconf.stacks" in loaded
     assert not [name for name in loaded if name.startswith(("_netconf.backends", "_netconf.formats", "_netconf.mtu", "_netconf.rails"))], sorted(loaded)
 
