@@ -18,7 +18,7 @@ The lab has its own munge key (made per state directory, 0400) and its own munge
 (its socket in /run/rdmaops-lab-munge-<id>), so a Slurm the host may run is left alone and its key never
 reaches a VM. Client commands run with the lab's SLURM_CONF:
 
-    python3 tests/lab/lab.py slurm sbatch -w vm1 --wrap 'sleep 90'
+    python3 tests/lab/lab.py slurm sbatch -w vm1 -o /dev/null --wrap 'sleep 90'
     python3 tests/lab/lab.py slurm sinfo -N
 
 Standard library only; used by lab.py (up, status, down and the ``slurm`` command).
