@@ -95,11 +95,15 @@ def is_our_reason(reason):
     return bool(reason) and reason.startswith(REASON_PREFIX)
 
 
+def one_line(text, limit):
+    """``text`` on one line (every run of whitespace one space), cut to ``limit`` characters with "..."."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def our_reason(text):
     """``rdmaops.roce: <text>`` on one line, short enough for any scheduler's reason field."""
-    text = " ".join(str(text).split())
-    reason = "%s %s" % (REASON_PREFIX, text)
-    return reason if len(reason) <= REASON_MAX else reason[:REASON_MAX - 3] + "..."
+    return one_line("%s %s" % (REASON_PREFIX, text), REASON_MAX)
 
 
 def select_nodes(states, nodes, option="rdmaops_slurm_node_name"):

@@ -16,7 +16,7 @@ import re
 
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import DISRUPTION_CLASSES, disruption_rank
-from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import NODE_NAME, max_unavailable_count
+from ansible_collections.rdmaops.roce.plugins.module_utils._rollout.common import NODE_NAME, max_unavailable_count, one_line
 
 SCHEDULERS = ("none", "slurm", "command")
 DRAIN = ("auto", "always", "never")
@@ -243,9 +243,9 @@ def failure_finding(result):
     failed task's result (anything: it never raises)."""
     if not isinstance(result, dict):
         return "the task failed"
-    # a loop's result holds each item's under results
-    parts = [result] + [item for item in result.get("results") or [] if isinstance(item, dict)
-                        and item.get("failed")] if isinstance(result.get("results"), list) else [result]
+    # a loop's result holds each item's under results: the failed items are read too
+    items = result.get("results") if isinstance(result.get("results"), list) else []
+    parts = [result] + [item for item in items if isinstance(item, dict) and item.get("failed")]
     lines = "\n".join(_text(part.get(key)) for part in parts for key in ("stdout", "stderr", "msg", "module_stdout",
                                                                          "module_stderr")).splitlines()
     found, unconfigured = [], []
@@ -268,8 +268,7 @@ def failure_finding(result):
         message = _text((parts[1:] or parts)[0].get("msg")).splitlines()
         errors = [line.strip() for line in message if line.strip().startswith("E: ")]
         found = errors or [next((line.strip() for line in message if line.strip()), "the task failed")]
-    text = " ".join("; ".join(found).split())
-    return text if len(text) <= _FAILURE_MAX else text[:_FAILURE_MAX - 3] + "..."
+    return one_line("; ".join(found), _FAILURE_MAX)
 
 
 def _text(value):
