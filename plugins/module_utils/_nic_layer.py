@@ -27,10 +27,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Context, Engine, execute, failure
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError, RdmaopsError
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import Plan, max_disruption_spec
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.redact import redact
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import Engine, engine_read, read_only
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.errors import InputError
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.links import Links
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.names import check_netdev
 from ansible_collections.rdmaops.roce.plugins.module_utils._host.ports import roce_ports
@@ -117,25 +116,9 @@ def check_read(module, params):
     planning, never applying. Its warnings go to ``module``. Returns what nic_layer would return, or,
     where nic_layer would fail (bad options, a port or rail it cannot read), ``failed: true`` and
     ``msg`` with what it read before: the caller reports it, it does not fail."""
-    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-
-    checked = ArgumentSpecValidator(argument_spec()).validate(params if isinstance(params, dict) else {})
-    if checked.error_messages or not isinstance(params, dict):
-        return dict(failed=True, changed=False, msg="; ".join(checked.error_messages) or "the read's options must be a mapping")
-    ctx = Context(module)
-    ctx.check_mode = True  # reads and plans, never applies
-    engine = plan = None
-    try:
-        engine = NicLayer(ctx, checked.validated_parameters)
-        plan = Plan()
-        result, plan = execute(engine, plan)
-        result.update(failed=False)
-    except RdmaopsError as exc:
-        result = failure(exc, engine, plan)
-        result.update(failed=True)
-    for warning in ctx.warnings:
-        module.warn(redact(warning, ctx.secrets))
-    return redact(result, ctx.secrets)
+    result = read_only(module, argument_spec(), engine_read(NicLayer), params, check_mode=True)
+    result.pop("params", None)
+    return result
 
 
 def ports_from_intent(rdma, intent, interfaces=None):

@@ -67,10 +67,20 @@ options:
     type: bool
     default: false
   inbox_packages:
-    description: Packages the inbox stack consists of.
+    description:
+      - Packages the inbox stack consists of. Empty means the distribution's, by its package manager
+        (apt C(rdma-core), C(ibverbs-providers), C(ibverbs-utils), C(rdmacm-utils), C(infiniband-diags),
+        C(perftest); dnf C(rdma-core), C(libibverbs-utils), C(librdmacm-utils), C(infiniband-diags),
+        C(perftest)). RV(inbox_packages) returns the list in use.
     type: list
     elements: str
     default: []
+  inbox_extra_packages:
+    description: More packages for the inbox stack, after O(inbox_packages) (for example C(mstflint)).
+    type: list
+    elements: str
+    default: []
+    version_added: 1.2.0
   dkms_modules:
     description:
       - DKMS module names that must be built and installed for every installed kernel when DKMS
@@ -185,6 +195,12 @@ package_family:
   description: V(apt) or V(dnf), from the package database found.
   type: str
   returned: always
+inbox_packages:
+  description: The inbox stack's packages in use (O(inbox_packages) or the distribution's, then O(inbox_extra_packages)).
+  type: list
+  elements: str
+  returned: always
+  version_added: 1.2.0
 packages:
   description: C(doca_profile) (C(name), C(version)), C(doca_named) (installed packages the DOCA removal recipe matches) and C(inbox_missing).
   type: dict
@@ -277,31 +293,11 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_facts
-from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.status import gather
+from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.status import argument_spec, gather
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            provider=dict(type="str", default="auto", choices=["auto", "doca", "mlnx_ofed", "inbox"]),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            doca_profile=dict(type="str", default="doca-ofed", choices=["doca-ofed", "doca-roce"]),
-            doca_version=dict(type="str", default=""),
-            mlnx_ofed_version=dict(type="str", default=""),
-            allow_downgrade=dict(type="bool", default=False),
-            inbox_packages=dict(type="list", elements="str", default=[]),
-            dkms_modules=dict(type="list", elements="str", default=["mlnx-ofed-kernel"]),
-            kernel_coverage=dict(type="str", default="fail", choices=["fail", "warn"]),
-            management_interface=dict(type="str", default=""),
-            management_address=dict(type="str", default=""),
-            reboot=dict(type="str", default="when_required", choices=["never", "when_required", "always"]),
-            allow_driver_restart=dict(type="bool", default=False),
-            stack_changed=dict(type="bool", default=False),
-            fail_on_problems=dict(type="bool", default=False),
-            log_lines=dict(type="int", default=30),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_facts(module, gather)
 
 

@@ -73,6 +73,28 @@ options:
         type: list
         elements: str
         default: []
+  plans:
+    description:
+      - Also run the read of each later layer named here, with that module's options, and return what the
+        module would return in RV(plans). Nothing is changed.
+      - C(site.yml)'s preflight uses it so that a layer whose read finds nothing to change costs no module
+        call of its own. The role compares its options with the ones the read ran with, and runs its module
+        as before when they differ, when the read found something to change or failed, or when an earlier
+        layer changed the host in the run.
+    type: dict
+    version_added: 1.2.0
+    suboptions:
+      ofed_status:
+        description:
+          - The options of M(rdmaops.roce.ofed_status) (it only reads), checked against that module's
+            argument spec; the driver stack is the one this call reads.
+        type: dict
+      tuning_layer:
+        description:
+          - The options of M(rdmaops.roce.tuning_layer), run in check mode whatever the task's. With its
+            O(rdmaops.roce.tuning_layer#module:gpudirect), the GPUDirect RDMA report is also returned as
+            C(ansible_facts.gpudirect), as that module returns it.
+        type: dict
 extends_documentation_fragment:
   - rdmaops.roce.attributes
   - rdmaops.roce.attributes.facts
@@ -167,6 +189,16 @@ ansible_facts:
           type: list
           elements: str
           returned: always
+plans:
+  description:
+    - With O(plans), per layer, what its module would return (in check mode for C(tuning_layer)), with
+      C(params) (the options it ran with, defaults filled in) and C(failed) (false), or C(failed) true and
+      C(msg) where the module would fail. Not a fact, so never cached.
+  returned: with O(plans)
+  type: dict
+  version_added: 1.2.0
+  sample:
+    tuning_layer: {changed: false, failed: false, changes: [], params: {sysctl: {path: /etc/sysctl.d/90-rdmaops-roce.conf}}}
 observed:
   description:
     - With O(observe), what each path holds and each unit's state. Not a fact, so never cached.
@@ -187,7 +219,7 @@ observed:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_facts
-from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import gather
+from ansible_collections.rdmaops.roce.plugins.module_utils._preflight.layers import gather
 
 
 def main():
@@ -199,6 +231,7 @@ def main():
             observe=dict(type="dict", options=dict(files=dict(type="list", elements="path", default=[]),
                                                    texts=dict(type="list", elements="path", default=[]),
                                                    units=dict(type="list", elements="str", default=[]))),
+            plans=dict(type="dict", options=dict(ofed_status=dict(type="dict"), tuning_layer=dict(type="dict"))),
         ),
         supports_check_mode=True,
     )

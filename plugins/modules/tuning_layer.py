@@ -196,23 +196,12 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.roce.plugins.module_utils._core.engine import run_module
-from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning import specs
 from ansible_collections.rdmaops.roce.plugins.module_utils._tuning.layer import TuningLayer
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            max_disruption=max_disruption_spec(),
-            sysctl=dict(type="dict", options=specs.SYSCTL),
-            memlock=dict(type="dict", options=specs.MEMLOCK),
-            nic=dict(type="dict", options=dict(specs.NIC_KNOBS, interfaces=dict(type="list", elements="str", default=[]))),
-            gpudirect=dict(type="dict", options=specs.GPUDIRECT_FACTS),
-            **specs.ADOPT
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=specs.layer_argument_spec(), supports_check_mode=True)
     run_module(module, TuningLayer)
 
 

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(slurmcluster.available() is not None, reason=str
 RING_FIXTURE = os.path.join(os.path.dirname(hosttree.__file__), "fixtures", "tools", "ethtool")
 
 ETHTOOL = r'''#!{python}
-"""ethtool for one virtio_net NIC: -g/-a/-c in ethtool 6.1's captured layout, -G applied and logged."""
+"""ethtool for one virtio_net NIC: -g/-a/-c in ethtool 6.1's captured layout, -G applied and logged, -C adaptive-rx applied."""
 import json, os, sys, time
 state_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ethtool-state.json")
 state = json.load(open(state_path))
@@ -39,7 +39,16 @@ flag, name = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
 if flag == "-i":
     sys.stdout.write(state["info"]); sys.exit(0)
 if flag in ("-a", "-c"):
-    sys.stdout.write(open(os.path.join(fixtures, "virtio_net-ethtool6.1-%s.txt" % flag[1])).read().replace("eth0", name)); sys.exit(0)
+    text = open(os.path.join(fixtures, "virtio_net-ethtool6.1-%s.txt" % flag[1])).read().replace("eth0", name)
+    if flag == "-c":
+        text = text.replace("Adaptive RX: off", "Adaptive RX: %s" % state.get("adaptive-rx", "off"))
+    sys.stdout.write(text); sys.exit(0)
+if flag == "-C":  # adaptive-rx only (TX is n/a in the captured layout); online, so not in the ring log
+    args = sys.argv[3:]
+    if args[::2] != ["adaptive-rx"] or args[1] not in ("on", "off"):
+        sys.stderr.write("netlink error: Operation not supported\n"); sys.exit(1)
+    state["adaptive-rx"] = args[1]
+    json.dump(state, open(state_path, "w")); sys.exit(0)
 if flag == "-g":
     text = open(os.path.join(fixtures, "virtio_net-ethtool6.1-g.txt")).read().replace("eth0", name)
     head, current = text.split("Current hardware settings:")

@@ -195,6 +195,50 @@ def run_facts(module, gather, ctx=None):
     module.exit_json(**redact(result, ctx.secrets))
 
 
+def read_only(module, argument_spec, run, params, check_mode=None, host=None, runner=None):
+    """Another module's read inside this module's call: ``params`` checked against that module's own
+    ``argument_spec`` (defaults filled in), then ``run(ctx, validated) -> result`` on a context of its
+    own (``host`` and ``runner`` as given, else the module's) whose warnings go to ``module``. ``check_mode`` True forces check mode (an engine reads and
+    plans, never applies), None keeps ``module``'s. Returns the result with ``failed: false`` and the
+    validated ``params``, or, where the module would fail (bad options, a read it cannot make),
+    ``failed: true`` and ``msg`` with what it had read: the caller reports it, it does not fail."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+    if not isinstance(params, dict):
+        return dict(failed=True, changed=False, msg="the read's options must be a mapping")
+    checked = ArgumentSpecValidator(argument_spec).validate(params)
+    if checked.error_messages:
+        return dict(failed=True, changed=False, msg="; ".join(checked.error_messages))
+    ctx = Context(module, host=host, runner=runner)
+    if check_mode is not None:
+        ctx.check_mode = bool(check_mode)
+    validated = checked.validated_parameters
+    try:
+        result = run(ctx, validated)
+        result.setdefault("failed", False)
+    except RdmaopsError as exc:
+        result = dict(exc.details)
+        result.update(failed=True, changed=bool(exc.details.get("changed")), msg=exc.msg)
+    result.setdefault("changed", False)
+    result["params"] = validated
+    _warn(module, ctx)
+    return redact(result, ctx.secrets)
+
+
+def engine_read(engine_class):
+    """``run`` for :func:`read_only`: ``engine_class`` through :func:`execute` (in the context's mode),
+    with :func:`failure`'s truthful result when it stops."""
+    def run(ctx, params):
+        engine = plan = None
+        try:
+            engine = engine_class(ctx, params)
+            plan = Plan()
+            return execute(engine, plan)[0]
+        except RdmaopsError as exc:
+            return dict(failure(exc, engine, plan), failed=True)
+    return run
+
+
 def _warn(module, ctx):
     for warning in ctx.warnings:
         module.warn(redact(warning, ctx.secrets))

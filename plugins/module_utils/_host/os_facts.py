@@ -17,12 +17,33 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.facts import ansible_collector
-from ansible.module_utils.facts.namespace import PrefixFactNamespace
-from ansible.module_utils.facts.system.distribution import DistributionFactCollector
-from ansible.module_utils.facts.system.env import EnvFactCollector
-from ansible.module_utils.facts.system.platform import PlatformFactCollector
-from ansible.module_utils.facts.system.python import PythonFactCollector
+import importlib.util
+import sys
+
+
+def _facts_package_without_its_init():
+    """Make ``ansible.module_utils.facts`` importable as a bare package. Its ``__init__`` imports
+    ``compat``, which imports every fact collector of ansible-core (hardware, network, virtual ...):
+    about 100 modules that a module run compiles from its payload, seconds on an emulated host, for
+    four collectors. Where the package is already imported (a controller, a test) it is left as is."""
+    name = "ansible.module_utils.facts"
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.submodule_search_locations is None:
+        return  # not a package here: the plain imports below say what is wrong
+    sys.modules[name] = importlib.util.module_from_spec(spec)
+
+
+_facts_package_without_its_init()
+
+# pylint: disable=wrong-import-position
+from ansible.module_utils.facts import ansible_collector  # noqa: E402
+from ansible.module_utils.facts.namespace import PrefixFactNamespace  # noqa: E402
+from ansible.module_utils.facts.system.distribution import DistributionFactCollector  # noqa: E402
+from ansible.module_utils.facts.system.env import EnvFactCollector  # noqa: E402
+from ansible.module_utils.facts.system.platform import PlatformFactCollector  # noqa: E402
+from ansible.module_utils.facts.system.python import PythonFactCollector  # noqa: E402
 
 COLLECTORS = (DistributionFactCollector, PlatformFactCollector, PythonFactCollector, EnvFactCollector)
 SUBSET = frozenset(collector.name for collector in COLLECTORS)

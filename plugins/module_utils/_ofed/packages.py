@@ -74,6 +74,25 @@ def read_packages(runner):
     return None, {}
 
 
+# The distribution's inbox RDMA stack, by package family: what the ofed role installs when
+# ofed_inbox_packages is empty (Debian and Ubuntu name the tools ibverbs-utils and rdmacm-utils, the
+# RHEL family libibverbs-utils and librdmacm-utils).
+INBOX_PACKAGES = {
+    "apt": ("rdma-core", "ibverbs-providers", "ibverbs-utils", "rdmacm-utils", "infiniband-diags", "perftest"),
+    "dnf": ("rdma-core", "libibverbs-utils", "librdmacm-utils", "infiniband-diags", "perftest"),
+}
+
+
+def wanted_inbox_packages(family, named=(), extra=()):
+    """The inbox stack's packages: ``named`` or, when none are, the distribution's for the package
+    ``family`` (none for an unknown one), then ``extra``; each once, in that order."""
+    out = []
+    for name in list(named or INBOX_PACKAGES.get(family, ())) + list(extra or ()):
+        if name not in out:
+            out.append(name)
+    return out
+
+
 def doca_named_packages(packages):
     return sorted(name for name in packages if DOCA_PACKAGE_PATTERN.search(name))
 

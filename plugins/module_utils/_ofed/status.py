@@ -31,6 +31,7 @@ from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.packages import
     make_log_tail,
     parse_dkms_status,
     read_packages,
+    wanted_inbox_packages,
 )
 from ansible_collections.rdmaops.roce.plugins.module_utils._ofed.versions import is_downgrade, version_matches, versions_agree
 
@@ -53,6 +54,30 @@ OPENIBD_PATHS = (
     "/lib/systemd/system/openibd.service",
     "/usr/lib/systemd/system/openibd.service",
 )
+
+
+def argument_spec():
+    """``ofed_status``'s options, also checked where another module runs its read
+    (rdmaops.roce.rdma_facts' ``plans``)."""
+    return dict(
+        provider=dict(type="str", default="auto", choices=list(PROVIDERS)),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        doca_profile=dict(type="str", default="doca-ofed", choices=["doca-ofed", "doca-roce"]),
+        doca_version=dict(type="str", default=""),
+        mlnx_ofed_version=dict(type="str", default=""),
+        allow_downgrade=dict(type="bool", default=False),
+        inbox_packages=dict(type="list", elements="str", default=[]),
+        inbox_extra_packages=dict(type="list", elements="str", default=[]),
+        dkms_modules=dict(type="list", elements="str", default=["mlnx-ofed-kernel"]),
+        kernel_coverage=dict(type="str", default="fail", choices=["fail", "warn"]),
+        management_interface=dict(type="str", default=""),
+        management_address=dict(type="str", default=""),
+        reboot=dict(type="str", default="when_required", choices=["never", "when_required", "always"]),
+        allow_driver_restart=dict(type="bool", default=False),
+        stack_changed=dict(type="bool", default=False),
+        fail_on_problems=dict(type="bool", default=False),
+        log_lines=dict(type="int", default=30),
+    )
 
 
 # -- hardware and the management connection ---------------------------------------------------
@@ -311,7 +336,7 @@ def gather_status(host, runner, params, stack):
         doca_profile=params["doca_profile"],
         doca_version=params.get("doca_version") or "",
         mlnx_ofed_version=params.get("mlnx_ofed_version") or "",
-        inbox_packages=list(params.get("inbox_packages") or []),
+        inbox_packages=wanted_inbox_packages(family, params.get("inbox_packages"), params.get("inbox_extra_packages")),
     )
     target = "inbox" if params["state"] == "absent" or provider == "inbox" else FLAVOR_OF_PROVIDER[provider]
     result.update(named(("needed", "remove_flavor", "needed_reason"),
@@ -371,6 +396,7 @@ def gather_status(host, runner, params, stack):
         stack=stack,
         target_flavor=target,
         package_family=family,
+        inbox_packages=wants["inbox_packages"],
         packages=dict(
             doca_profile=dict(name=wants["doca_profile"], version=packages.get(wants["doca_profile"])),
             doca_named=doca_named,
@@ -402,10 +428,12 @@ def validate_params(params):
                              option="management_address")
 
 
-def gather(ctx, params):
-    """``ofed_status``: the status, its warnings, and a failure listing the problems when asked."""
+def gather(ctx, params, stack=None):
+    """``ofed_status``: the status, its warnings, and a failure listing the problems when asked.
+    ``stack`` is rdma_facts' ``stack`` where the caller has just read it (rdma_facts' ``plans``)."""
     validate_params(params)
-    stack = RdmaFacts(ctx.host, ctx.runner, gpu_topology=False).gather()["stack"]
+    if stack is None:
+        stack = RdmaFacts(ctx.host, ctx.runner, gpu_topology=False).gather()["stack"]
     result, problems, warnings = gather_status(ctx.host, ctx.runner, params, stack)
     for warning in warnings:
         ctx.warn(warning)

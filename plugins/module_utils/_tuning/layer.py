@@ -34,8 +34,8 @@ PARTS = (("sysctl", SysctlProfileEngine), ("memlock", MemlockEngine), ("nic", Ni
 
 
 def rdma_netdevs(host):
-    """The netdevs of the host's RDMA ports, from sysfs alone (the role passes them from the facts: the
-    facts reader is loaded only when it passes none)."""
+    """The netdevs of the host's RDMA ports, from sysfs alone (the role passes them from the facts, and
+    so does rdma_facts' ``plans`` from the state it has read: the facts reader reads every GID slot)."""
     from ansible_collections.rdmaops.roce.plugins.module_utils._host.rdma_facts import RdmaFacts
     return sorted(RdmaFacts(host, None, use_tools=False, gpu_topology=False).gather()["netdevs"])
 

@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rdmaops.roce.plugins.module_utils._core.plan import max_disruption_spec
+
 SYSCTL = dict(
     settings=dict(type="dict"),
     path=dict(type="path", default="/etc/sysctl.d/90-rdmaops-roce.conf"),
@@ -36,3 +38,16 @@ NIC_KNOBS = dict(
 GPUDIRECT_FACTS = dict(use_lspci=dict(type="bool", default=True))
 
 ADOPT = dict(adopt=dict(type="bool", default=False))
+
+
+def layer_argument_spec():
+    """``tuning_layer``'s options (each part's spec as a sub-option), also checked where another module
+    runs its read (rdmaops.roce.rdma_facts' ``plans``)."""
+    return dict(
+        max_disruption=max_disruption_spec(),
+        sysctl=dict(type="dict", options=SYSCTL),
+        memlock=dict(type="dict", options=MEMLOCK),
+        nic=dict(type="dict", options=dict(NIC_KNOBS, interfaces=dict(type="list", elements="str", default=[]))),
+        gpudirect=dict(type="dict", options=GPUDIRECT_FACTS),
+        **ADOPT
+    )

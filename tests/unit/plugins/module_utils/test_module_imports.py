@@ -86,3 +86,33 @@ def test_every_import_inside_a_function_is_still_shipped_in_the_payload():
                 lazy += 1
                 assert tuple(module.split(".")) + (alias,) in found, (path, module, alias)
     assert lazy >= 6  # nic_layer's MTU and rail engines, tuning_layer's readers, monitor_collector's payload line
+
+
+def test_the_preflights_os_facts_load_four_of_ansibles_fact_collectors_not_all():
+    # ansible.module_utils.facts' __init__ imports every collector of ansible-core (hardware, network,
+    # virtual ...): the preflight's run would compile them all from its payload for four
+    code = ("import json, sys; from ansible_collections.rdmaops.roce.plugins.module_utils._host import os_facts; "
+            "from ansible.module_utils.basic import AnsibleModule; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('ansible.module_utils.facts'))))")
+    env = dict(os.environ, PYTHONPATH=conftest.COLLECTIONS_ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd="/")
+    loaded = json.loads(out.stdout)
+    assert "ansible.module_utils.facts.system.distribution" in loaded and "ansible.module_utils.facts.system.env" in loaded
+    assert not [name for name in loaded if name.startswith(("ansible.module_utils.facts.hardware", "ansible.module_utils.facts.network",
+                                                            "ansible.module_utils.facts.virtual"))], loaded
+    assert "ansible.module_utils.facts.default_collectors" not in loaded and "ansible.module_utils.facts.compat" not in loaded
+
+
+def test_the_preflights_os_facts_are_the_same_with_ansibles_whole_facts_package():
+    def gathered(first):
+        code = ("import json; %s; from ansible_collections.rdmaops.roce.plugins.module_utils._host import os_facts\n"
+                "class Module:\n    params = {}\n    def get_bin_path(self, *a, **k): return None\n"
+                "    def run_command(self, *a, **k): return 1, '', ''\n"
+                "facts = os_facts.gather(Module()); facts.pop('ansible_env'); print(json.dumps(facts, sort_keys=True))" % first)
+        env = dict(os.environ, PYTHONPATH=conftest.COLLECTIONS_ROOT)
+        return json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                                         cwd="/").stdout)
+
+    ours = gathered("pass")
+    assert ours["ansible_distribution"] and ours["ansible_python"]["executable"] == sys.executable
+    assert ours == gathered("import ansible.module_utils.facts")
