@@ -198,10 +198,11 @@ def run_facts(module, gather, ctx=None):
 def read_only(module, argument_spec, run, params, check_mode=None, host=None, runner=None):
     """Another module's read inside this module's call: ``params`` checked against that module's own
     ``argument_spec`` (defaults filled in), then ``run(ctx, validated) -> result`` on a context of its
-    own (``host`` and ``runner`` as given, else the module's) whose warnings go to ``module``. ``check_mode`` True forces check mode (an engine reads and
-    plans, never applies), None keeps ``module``'s. Returns the result with ``failed: false`` and the
-    validated ``params``, or, where the module would fail (bad options, a read it cannot make),
-    ``failed: true`` and ``msg`` with what it had read: the caller reports it, it does not fail."""
+    own (``host`` and ``runner`` as given, else the module's) whose warnings go to ``module``.
+    ``check_mode`` True forces check mode (an engine reads and plans, never applies), None keeps
+    ``module``'s. Returns the result with ``failed: false`` and the validated ``params``, or, where the
+    module would fail (bad options, a read it cannot make), ``failed: true`` and ``msg`` with what it
+    had read: the caller reports it, it does not fail."""
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
     if not isinstance(params, dict):

@@ -65,9 +65,9 @@ def _tuning_layer_spec():
     return specs.layer_argument_spec()
 
 
-# In the order the layers run in site.yml: (name, its read, its options from the preflight's, its argument spec).
-LAYERS = (("ofed_status", _ofed_status, _as_given, _ofed_status_spec),
-          ("tuning_layer", _tuning_layer, _tuning_layer_options, _tuning_layer_spec))
+# In the order the layers run in site.yml: name -> (its read, its options from the preflight's, its argument spec).
+LAYERS = dict((("ofed_status", (_ofed_status, _as_given, _ofed_status_spec)),
+               ("tuning_layer", (_tuning_layer, _tuning_layer_options, _tuning_layer_spec))))
 # What a rollout's pass sets (how far this pass may go): not part of what the read found.
 PASS_OPTIONS = ("max_disruption",)
 
@@ -77,7 +77,7 @@ def plan_layers(module, plans, facts, host=None, runner=None):
     ``facts`` is the RDMA state this call has read from ``host``. Each read has its own command runner
     (its result lists the commands it ran), unless ``runner`` is given."""
     out = {}
-    for name, reader, complete, spec in LAYERS:
+    for name, (reader, complete, spec) in LAYERS.items():
         options = (plans or {}).get(name)
         if options is None:
             continue
@@ -120,15 +120,15 @@ def reusable(plans, layer, params, unchanged=False):
     would pass, compared after the module's own argument spec has filled in defaults and converted
     types; a rollout pass's ``max_disruption`` aside) and, with ``unchanged``, found nothing to change
     or hold back. Otherwise an empty dict: the module runs."""
-    specs = dict((name, spec) for name, _reader, _complete, spec in LAYERS)
-    if layer not in specs or not isinstance(plans, Mapping):
+    if layer not in LAYERS or not isinstance(plans, Mapping):
         return {}
     read = plans.get(layer)
     if not isinstance(read, Mapping) or read.get("failed") is not False or not isinstance(read.get("params"), Mapping):
         return {}
     if unchanged and (read.get("changed") is not False or read.get("held_back") or read.get("pending")):
         return {}
-    spec = specs[layer]()
+    _reader, _complete, argument_spec = LAYERS[layer]
+    spec = argument_spec()
     wanted = _validated(spec, params)
     if wanted is None or wanted != _validated(spec, read["params"]):
         return {}
