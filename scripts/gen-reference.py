@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Generate docs/reference/ from the collection's own documentation.
 
-Every module option, filter and role variable is documented once, in the module's
+Every module option, filter, lookup and role variable is documented once, in the module's
 DOCUMENTATION, the filter's YAML or the role's meta/argument_specs.yml.  This script renders
 those (through ``ansible-doc --json``, so doc fragments are merged exactly as users see them)
 into Markdown under docs/reference/.
@@ -23,7 +23,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, "docs", "reference")
 COLLECTION = "rdmaops.roce"
-KINDS = (("module", "Modules"), ("filter", "Filters"), ("httpapi", "HttpApi plugins"), ("role", "Roles"))
+KINDS = (("module", "Modules"), ("filter", "Filters"), ("lookup", "Lookup plugins"), ("httpapi", "HttpApi plugins"), ("role", "Roles"))
 
 _MARKUP = [
     # RV( before the one-letter forms, and those at a word start, or RV(x) would render as R`x`

@@ -105,7 +105,7 @@ tier_sanity() { run_sanity "$VENV/bin" "$BUILD_DIR/sanity"; }
 # core version changes) and the two module test files that drive modules in-process with
 # ansible.module_utils.testing (new in 2.19; tests/integration runs those modules on 2.16).
 # Not a default tier (minutes on CI): run it when core compatibility may change.
-CORE216_TESTS=(tests/integration tests/unit/plugins/httpapi tests/unit/plugins/filter
+CORE216_TESTS=(tests/integration tests/unit/plugins/httpapi tests/unit/plugins/filter tests/unit/plugins/lookup
                tests/unit/plugins/modules/test_switch_roce_nvue.py tests/unit/test_collection_metadata.py)
 tier_core216() {
   ensure_apt ifupdown

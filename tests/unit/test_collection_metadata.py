@@ -32,6 +32,7 @@ def _documentation(path):
 def _plugins():
     paths = glob.glob(os.path.join(REPO, "plugins", "modules", "*.py"))
     paths += glob.glob(os.path.join(REPO, "plugins", "httpapi", "*.py"))
+    paths += glob.glob(os.path.join(REPO, "plugins", "lookup", "*.py"))
     paths += glob.glob(os.path.join(REPO, "plugins", "filter", "*.yml"))
     return sorted(p for p in paths if not os.path.basename(p).startswith("_"))
 
